@@ -1,0 +1,64 @@
+"""Deterministic hashed bag-of-words embeddings: the offline default.
+
+Signed feature hashing (Weinberger et al., 2009) of lower-cased word unigrams, sublinear term
+frequency, L2-normalised. Hashes come from BLAKE2b, not Python's salted `hash()`, so vectors are
+identical across processes and machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from atlas.embeddings.base import l2_normalise
+
+VERSION = "hashed-bow-v1"
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the this to was were which with".split()
+)
+
+
+@lru_cache(maxsize=1 << 18)
+def _slot(token: str, dim: int) -> tuple[int, float]:
+    digest = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+    return digest % dim, (1.0 if (digest >> 63) & 1 else -1.0)
+
+
+class HashedEmbedder:
+    engine = "hashed-bow"
+    version = VERSION
+
+    def __init__(self, dim: int = 384):
+        if dim < 8:
+            raise ValueError("hashed embeddings need at least 8 dimensions")
+        self.dim = dim
+        self.name = f"{VERSION}@{dim}"
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[int] = []
+        cols: list[int] = []
+        weights: list[float] = []
+        dim = self.dim
+        for i, text in enumerate(texts):
+            counts = Counter(_WORD.findall(text.lower()))
+            for token, tf in counts.items():
+                if token in _STOP:
+                    continue
+                index, sign = _slot(token, dim)
+                rows.append(i)
+                cols.append(index)
+                weights.append(sign * (1.0 + math.log(tf)))
+        matrix = np.zeros((len(texts), dim), dtype=np.float32)
+        np.add.at(matrix, (np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)),
+                  np.asarray(weights, dtype=np.float32))
+        return l2_normalise(matrix)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]

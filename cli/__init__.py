@@ -1,0 +1,1 @@
+"""The `atlas` command line: one module per command group in `cli/commands/`."""

@@ -1,0 +1,59 @@
+"""`atlas db status|migrate` and `atlas audit verify`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from cli.output import table
+
+
+def register(groups: argparse._SubParsersAction) -> None:
+    db = groups.add_parser("db", help="database status and migrations").add_subparsers(dest="db_command", required=True)
+    status = db.add_parser("status", help="where the data lives, versions, migration level, row counts")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=_status)
+    db.add_parser("migrate", help="apply pending migrations from sql/").set_defaults(handler=_migrate)
+
+    audit = groups.add_parser("audit", help="audit log").add_subparsers(dest="audit_command", required=True)
+    audit.add_parser("verify", help="recompute the audit log's hash chain").set_defaults(handler=_verify)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from store.db import Database
+
+    with Database.open() as db:
+        info = db.status()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"database      {info['url']}")
+    print(f"data dir      {info['data_dir'] or '(external server)'}")
+    print(f"PostgreSQL    {info['server_version']}")
+    print(f"pgvector      {info['pgvector_version']}")
+    print(f"migrations    {len(info['migrations'])} applied, level {info['migration_level']}")
+    print()
+    print(table(["table", "rows"], sorted(info["counts"].items())))
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from store.db import Database
+
+    with Database.open() as db:
+        print(f"migration level: {db.status()['migration_level']}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from store.db import Database, verify_events
+
+    with Database.open() as db, db.connection() as conn:
+        problems = verify_events(conn)
+        total = conn.execute("SELECT count(*) AS n FROM forum.events").fetchone()["n"]
+    if problems:
+        print(table(["event_id", "problem"], [(p["event_id"], p["problem"]) for p in problems]))
+        print(f"audit log: {len(problems)} of {total} events fail verification")
+        return 2
+    print(f"audit log: {total} events, hash chain intact")
+    return 0

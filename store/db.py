@@ -1,0 +1,129 @@
+"""Connection pool and the few queries every domain shares (status, events).
+
+`Database.open(settings)` resolves the URL (an explicit PostgreSQL URL, or the embedded server),
+applies pending migrations and returns a pooled handle. Domain SQL lives in the repository modules
+beside this one; they receive connections from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from atlas.config import Settings, settings_from_env
+from store import migrations, pgserver
+
+MIN_PGVECTOR = (0, 5)
+
+
+class DatabaseError(RuntimeError):
+    """A database problem explained in words a user can act on."""
+
+
+def resolve_url(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    return pgserver.embedded_url(settings.pgdata)
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.commit()
+    register_vector(conn)
+
+
+@dataclass
+class Database:
+    url: str
+    pool: ConnectionPool
+    settings: Settings
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, migrate: bool = True, max_size: int = 4) -> "Database":
+        settings = settings or settings_from_env()
+        url = resolve_url(settings)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            if tuple(int(p) for p in version.split(".")[:2]) < MIN_PGVECTOR:
+                raise DatabaseError(f"pgvector {version} is too old; Forum Atlas needs >= 0.5")
+            if migrate:
+                migrations.apply_pending(conn)
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"row_factory": dict_row},
+            configure=_configure,
+            open=True,
+        )
+        return cls(url=url, pool=pool, settings=settings)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """A connection whose work commits on success and rolls back entirely on any error."""
+        with self.pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def status(self) -> dict[str, Any]:
+        with self.connection() as conn:
+            server = conn.execute("SHOW server_version").fetchone()["server_version"]
+            vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
+            level = migrations.applied(conn)
+            counts = conn.execute("SELECT * FROM forum.table_counts()").fetchall()
+        return {
+            "url": _redact(self.url),
+            "data_dir": None if self.settings.database_url else str(self.settings.pgdata),
+            "server_version": server,
+            "pgvector_version": vector["extversion"],
+            "migrations": [m["filename"] for m in level],
+            "migration_level": level[-1]["filename"] if level else None,
+            "counts": {row["table_name"]: row["row_count"] for row in counts},
+        }
+
+
+def record_event(conn: psycopg.Connection, kind: str, payload: dict[str, Any], *, run_id: str | None = None) -> int:
+    """Append one row to the hash-chained audit log (forum.events)."""
+    row = conn.execute(
+        "INSERT INTO forum.events (kind, payload, flow_run_id) VALUES (%s, %s::jsonb, %s) RETURNING event_id",
+        (kind, json.dumps(payload, sort_keys=True, default=str), run_id),
+    ).fetchone()
+    return row["event_id"] if isinstance(row, dict) else row[0]
+
+
+def verify_events(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Rows of the audit log whose hash no longer matches their content or predecessor."""
+    cur = conn.cursor(row_factory=dict_row)
+    return cur.execute("SELECT * FROM forum.verify_event_chain()").fetchall()
+
+
+def _redact(url: str) -> str:
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    password = creds.split(":", 1)[1] if ":" in creds else ""
+    return f"{scheme}://{user}:***@{host}" if password else url

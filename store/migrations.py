@@ -1,0 +1,105 @@
+"""Numbered SQL migrations in `sql/`, applied in order, each recorded with its checksum.
+
+A migration that was applied and has changed since is refused: the schema on disk and the schema
+in the database would no longer be the same thing. Concurrent runners serialise on an advisory lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+_LOCK_KEY = 0x466F72756D  # "Forum"
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+class MigrationChecksumError(MigrationError):
+    pass
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    filename: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+
+def sql_dir() -> Path:
+    override = os.environ.get("ATLAS_SQL_DIR")
+    return Path(override) if override else Path(__file__).resolve().parent.parent / "sql"
+
+
+def discover(directory: Path | None = None) -> list[Migration]:
+    directory = directory or sql_dir()
+    found: list[Migration] = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _NAME.match(path.name)
+        if not match:
+            raise MigrationError(f"{path.name}: migration files are named NNN_lower_snake.sql")
+        found.append(Migration(int(match.group(1)), path.name, path.read_text(encoding="utf-8")))
+    numbers = [m.number for m in found]
+    if len(set(numbers)) != len(numbers):
+        raise MigrationError(f"duplicate migration numbers in {directory}: {numbers}")
+    return found
+
+
+def _ensure_table(conn: psycopg.Connection) -> None:
+    conn.execute("CREATE SCHEMA IF NOT EXISTS forum")
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS forum.schema_migrations (
+               filename text PRIMARY KEY,
+               checksum text NOT NULL,
+               applied_at timestamptz NOT NULL DEFAULT now())"""
+    )
+
+
+def applied(conn: psycopg.Connection) -> list[dict]:
+    cur = conn.cursor(row_factory=psycopg.rows.dict_row)
+    exists = cur.execute("SELECT to_regclass('forum.schema_migrations') AS t").fetchone()["t"]
+    if not exists:
+        return []
+    return cur.execute("SELECT filename, checksum, applied_at FROM forum.schema_migrations ORDER BY filename").fetchall()
+
+
+def apply_pending(conn: psycopg.Connection, directory: Path | None = None) -> list[str]:
+    """Apply every migration not yet recorded; return the filenames applied now."""
+    migrations = discover(directory)
+    newly: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        _ensure_table(conn)
+        done = {row["filename"]: row["checksum"] for row in applied(conn)}
+        for migration in migrations:
+            recorded = done.get(migration.filename)
+            if recorded is not None:
+                if recorded != migration.checksum:
+                    raise MigrationChecksumError(
+                        f"{migration.filename} was applied with checksum {recorded[:12]}… but the file now "
+                        f"hashes to {migration.checksum[:12]}…; applied migrations must never change — "
+                        "add a new numbered migration instead"
+                    )
+                continue
+            with conn.transaction():
+                conn.execute(migration.sql)
+                conn.execute(
+                    "INSERT INTO forum.schema_migrations (filename, checksum) VALUES (%s, %s)",
+                    (migration.filename, migration.checksum),
+                )
+            newly.append(migration.filename)
+        unknown = sorted(set(done) - {m.filename for m in migrations})
+        if unknown:
+            raise MigrationError(f"the database has migrations this checkout does not know: {unknown}")
+    return newly
