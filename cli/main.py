@@ -6,11 +6,22 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 import warnings
 
 import cli.commands
+
+# Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout for
+# the temporary Prefect server that the first flow of a process starts when no PREFECT_API_URL is set.
+for _key, _value in {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+}.items():
+    os.environ.setdefault(_key, _value)
 
 
 def build_parser() -> argparse.ArgumentParser:

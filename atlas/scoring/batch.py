@@ -1,0 +1,105 @@
+"""Score many bound forecasts against one vintage per series, as whole arrays (no per-row loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from atlas.scoring.resolution import UNRESOLVED, resolve
+
+SCORE_ROW_COLUMNS = [
+    "forecast_id", "scoring_version", "vintage_id", "status", "outcome", "probability", "brier",
+    "target_date", "target_present", "target_value", "reference_date", "reference_present", "reference_value",
+    "reason",
+]
+BINDING_COLUMNS = ["forecast_id", "probability", "series_id", "comparator", "threshold", "reference_date",
+                   "target_date"]
+
+
+@dataclass(frozen=True)
+class VintageData:
+    vintage_id: int
+    series_id: str
+    label: str
+    dates: np.ndarray   # datetime64[D], ascending
+    values: np.ndarray  # float64, NaN where the row is empty
+
+    @property
+    def last_date(self) -> date:
+        return pd.Timestamp(self.dates[-1]).date()
+
+
+def _days(column: pd.Series) -> np.ndarray:
+    return pd.to_datetime(column).to_numpy(dtype="datetime64[D]")
+
+
+def _lookup(vintage: VintageData, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    position = np.searchsorted(vintage.dates, wanted)
+    inside = position < len(vintage.dates)
+    present = np.zeros(len(wanted), dtype=bool)
+    present[inside] = vintage.dates[position[inside]] == wanted[inside]
+    value = np.full(len(wanted), np.nan)
+    value[present] = vintage.values[position[present]]
+    return present, value
+
+
+def score_bindings(bindings: pd.DataFrame, vintages: Mapping[str, VintageData], scoring_version: str
+                   ) -> pd.DataFrame:
+    """One score row per binding whose series has a vintage in `vintages`; others are left out
+    (they stay pending until a vintage of their series exists)."""
+    missing = [c for c in BINDING_COLUMNS if c not in bindings.columns]
+    if missing:
+        raise ValueError(f"bindings lack columns {missing}")
+    frames = []
+    for series_id, group in bindings.groupby("series_id", sort=True):
+        vintage = vintages.get(series_id)
+        if vintage is None:
+            continue
+        n = len(group)
+        target_dates = _days(group["target_date"])
+        target_present, target_value = _lookup(vintage, target_dates)
+        uses_reference = group["reference_date"].notna().to_numpy()
+        reference_present = np.zeros(n, dtype=bool)
+        reference_value = group["threshold"].to_numpy(dtype=np.float64, na_value=np.nan).copy()
+        if uses_reference.any():
+            ref_dates = _days(group["reference_date"][uses_reference])
+            present, value = _lookup(vintage, ref_dates)
+            reference_present[uses_reference] = present
+            reference_value[uses_reference] = value
+        resolutions = resolve(
+            group["comparator"].to_numpy(dtype=object), target_value, reference_value,
+            target_present=target_present, reference_present=reference_present,
+            target_dates=list(pd.Series(target_dates).dt.date),
+            reference_dates=[None if pd.isna(d) else pd.Timestamp(d).date() for d in group["reference_date"]],
+            vintage_labels=[f"{vintage.label} (#{vintage.vintage_id})"] * n,
+            vintage_last_dates=[vintage.last_date] * n,
+        )
+        resolved = resolutions.outcome != UNRESOLVED
+        probability = group["probability"].to_numpy(dtype=np.float64)
+        outcome = pd.array(np.where(resolved, resolutions.outcome, 0), dtype="Int16")
+        outcome[~resolved] = pd.NA
+        brier = np.where(resolved, (probability - resolutions.outcome) ** 2, np.nan)
+        frames.append(pd.DataFrame({
+            "forecast_id": group["forecast_id"].to_numpy(),
+            "scoring_version": scoring_version,
+            "vintage_id": vintage.vintage_id,
+            "status": np.where(resolved, "resolved", "unresolvable"),
+            "outcome": outcome,
+            "probability": probability,
+            "brier": brier,
+            "target_date": target_dates,
+            "target_present": target_present,
+            "target_value": target_value,
+            "reference_date": np.where(uses_reference, _days(group["reference_date"]), np.datetime64("NaT")),
+            "reference_present": pd.array(np.where(uses_reference, reference_present, False), dtype="boolean"),
+            "reference_value": reference_value,
+            "reason": resolutions.reason,
+        }))
+        frames[-1].loc[~uses_reference, "reference_present"] = pd.NA
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in SCORE_ROW_COLUMNS})
+    return pd.concat(frames, ignore_index=True)[SCORE_ROW_COLUMNS]

@@ -1,0 +1,87 @@
+"""The Accuracy report (FC-8): live state counts, last bound forecast, Brier, skill, Murphy
+decomposition and a reliability diagram — as a table, markdown and files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from atlas.scoring.metrics import AccuracyMetrics
+from atlas.scoring.reliability import reliability_png
+
+STATES = ("unscoreable", "pending", "resolved", "unresolvable")
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+@dataclass
+class AccuracyReport:
+    scoring_version: str
+    generated_at: datetime
+    counts: dict[str, int]                  # by state, from the database
+    last_bound_at: datetime | None          # issue time of the newest bound forecast
+    metrics: AccuracyMetrics | None         # None until something has resolved
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def scoreable(self) -> int:
+        return sum(self.counts.get(s, 0) for s in ("pending", "resolved", "unresolvable"))
+
+    def rows(self) -> list[tuple[str, str]]:
+        rows = [("scoring version", self.scoring_version),
+                ("forecasts", str(sum(self.counts.values()))),
+                ("scoreable (bound)", str(self.scoreable))]
+        rows += [(f"  {state}", str(self.counts.get(state, 0))) for state in STATES]
+        rows.append(("last bound forecast", self.last_bound_at.isoformat() if self.last_bound_at else "none yet"))
+        m = self.metrics
+        if m is None:
+            rows.append(("mean Brier", "n/a (nothing resolved yet)"))
+            return rows
+        d = m.decomposition
+        rows += [
+            ("resolved and scored", str(m.n_resolved)),
+            ("mean Brier", _fmt(m.brier)),
+            ("observed base rate", _fmt(m.base_rate)),
+            ("BSS vs climatology", _fmt(m.skill_vs_climatology)),
+            (f"BSS vs fixed base rate {m.fixed_base_rate:g}", _fmt(m.skill_vs_fixed_base_rate)),
+            ("reliability (REL)", _fmt(d.reliability)),
+            ("resolution (RES)", _fmt(d.resolution)),
+            ("uncertainty (UNC)", _fmt(d.uncertainty)),
+            ("within-bin variance − covariance", _fmt(d.within_bin_variance - d.within_bin_covariance)),
+            ("binning", d.binning),
+        ]
+        return rows
+
+    def markdown(self) -> str:
+        lines = ["# Accuracy", "", f"Generated {self.generated_at.isoformat()}; states are counted live from the "
+                 "database. Unscoreable = never bound at issue (published, never scored).", "",
+                 "| measure | value |", "|---|---|"]
+        lines += [f"| {k.strip()} | {v} |" for k, v in self.rows()]
+        if self.metrics is not None:
+            lines += ["", "Identity: Brier = REL − RES + UNC + (within-bin variance − covariance); the within-bin "
+                      "terms vanish when each bin holds one forecast value.", "",
+                      "| bin | n | mean forecast | observed frequency |", "|---|---|---|---|"]
+            lines += [f"| [{b['lower']:.2f}, {b['upper']:.2f}] | {b['n']} | {b['mean_forecast']:.3f} | "
+                      f"{b['observed_frequency']:.3f} |" for b in self.metrics.decomposition.bins]
+        lines += [f"- {note}" for note in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["scoreable"] = self.scoreable
+        return json.loads(json.dumps(data, default=str))
+
+    def write(self, directory: Path) -> dict[str, Path]:
+        """accuracy.md, accuracy.json and (once anything resolved) reliability.png in `directory`."""
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = {"markdown": directory / "accuracy.md", "json": directory / "accuracy.json"}
+        paths["markdown"].write_text(self.markdown(), encoding="utf-8")
+        paths["json"].write_text(json.dumps(self.as_dict(), indent=2), encoding="utf-8")
+        if self.metrics is not None:
+            paths["reliability"] = directory / "reliability.png"
+            paths["reliability"].write_bytes(reliability_png(self.metrics.decomposition))
+        return paths

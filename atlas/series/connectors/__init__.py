@@ -1,0 +1,19 @@
+"""Series connectors, one module each: `file` (FRED CSV exports on disk) and `fred` (FRED over HTTP)."""
+
+from __future__ import annotations
+
+from atlas.series.connectors.base import FetchedVintage, SeriesConnector
+from atlas.series.connectors.file import FileConnector
+
+
+def make_connector(name: str, **options: object) -> SeriesConnector:
+    if name == "file":
+        return FileConnector(**options)  # type: ignore[arg-type]
+    if name == "fred":
+        from atlas.series.connectors.fred import FredConnector
+
+        return FredConnector(**options)  # type: ignore[arg-type]
+    raise ValueError(f"unknown series connector {name!r}: choose file or fred")
+
+
+__all__ = ["FetchedVintage", "FileConnector", "SeriesConnector", "make_connector"]

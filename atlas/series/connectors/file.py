@@ -1,0 +1,61 @@
+"""Reads FRED CSV exports from disk (both export formats).
+
+The vintage label and download time come from the file name when it follows the
+`<ID>__fred_vintage_<YYYY-MM>.csv` convention (the download month; `fetched_at` is then taken as
+the first instant of that month, UTC — the file does not say the day), unless given explicitly.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from atlas.series.connectors.base import FetchedVintage
+from atlas.series.parsing import parse_fred_csv
+
+_VINTAGE_IN_NAME = re.compile(r"__fred_vintage_(\d{4})-(\d{2})")
+
+
+def vintage_from_name(path: Path) -> tuple[str, datetime] | None:
+    match = _VINTAGE_IN_NAME.search(path.name)
+    if not match:
+        return None
+    year, month = int(match.group(1)), int(match.group(2))
+    return f"{year:04d}-{month:02d}", datetime(year, month, 1, tzinfo=timezone.utc)
+
+
+class FileConnector:
+    name = "file"
+
+    def __init__(self, path: Path | str, *, label: str | None = None, fetched_at: datetime | None = None):
+        self.path = Path(path)
+        self.label = label
+        self.fetched_at = fetched_at
+        if fetched_at is not None and fetched_at.tzinfo is None:
+            raise ValueError("fetched_at must carry a timezone (e.g. 2025-04-15T00:00:00+00:00)")
+
+    def files_for(self, series_id: str) -> list[Path]:
+        """The files for `series_id`: the file itself, or `<ID>__*.csv` in a directory, oldest first."""
+        if self.path.is_dir():
+            return sorted(self.path.glob(f"{series_id}__*.csv"))
+        return [self.path]
+
+    def read(self, path: Path) -> FetchedVintage:
+        if not path.is_file():
+            raise FileNotFoundError(f"series file not found: {path}")
+        parsed = parse_fred_csv(path.read_text(encoding="utf-8"), source=str(path))
+        named = vintage_from_name(path)
+        label = self.label or (named[0] if named else path.stem)
+        fetched_at = self.fetched_at or (named[1] if named else
+                                         datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc))
+        return FetchedVintage(parsed, label, fetched_at, self.name, str(path.resolve()))
+
+    def fetch(self, series_id: str) -> FetchedVintage:
+        files = self.files_for(series_id)
+        if not files:
+            raise FileNotFoundError(f"no {series_id}__*.csv file in {self.path}")
+        vintage = self.read(files[-1])
+        if vintage.series_id != series_id:
+            raise ValueError(f"{files[-1]} holds series {vintage.series_id}, not {series_id}")
+        return vintage

@@ -1,0 +1,205 @@
+"""`atlas forecast …`, `atlas series …`, `atlas score …`, `atlas accuracy`.
+
+Commands that run a flow (forecast ask/lane/demo, score nightly/backfill) import Prefect inside
+their handler; series load/list, forecast show and accuracy read and write the database directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from cli.output import table
+
+
+def _instant(text: str) -> datetime:
+    """ISO date or date-time; naive values are UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date or date-time") from exc
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a YYYY-MM-DD date") from exc
+
+
+def register(groups: argparse._SubParsersAction) -> None:
+    fc = groups.add_parser("forecast", help="forecasts: ask directly (unbound), run the binding lane, show")
+    fc_sub = fc.add_subparsers(dest="forecast_command", required=True)
+    ask = fc_sub.add_parser("ask", help="a direct forecast (published, never bound, so unscoreable)")
+    ask.add_argument("question")
+    ask.add_argument("--confidence-target", type=float, default=0.9, help="in (0, 1); >= 0.9 → 10,000 samples")
+    ask.add_argument("--base-rate", type=float, default=0.5)
+    ask.add_argument("--driver", action="append", default=[], metavar="JSON",
+                     help='{"name":…, "hypothesis":…, "effect":…, "effect_sd":…, "weight":…}; repeatable')
+    ask.add_argument("--seed", type=int)
+    ask.add_argument("--json", action="store_true")
+    ask.set_defaults(handler=_ask)
+    lane = fc_sub.add_parser("lane", help="run the binding lane once (the scheduled deployment ships paused)")
+    lane.add_argument("--questions", type=Path, help="question file (default data/forecast_lane.json)")
+    lane.add_argument("--as-of", type=_instant, help="issue time (default now)")
+    lane.set_defaults(handler=_lane)
+    show = fc_sub.add_parser("show", help="a forecast, its binding, live state and every score version")
+    show.add_argument("forecast_id", type=int)
+    show.set_defaults(handler=_show)
+    demo = fc_sub.add_parser("demo", help="bind, resolve and score real FRED questions offline; print Accuracy")
+    demo.add_argument("--series-dir", type=Path)
+    demo.add_argument("--report-dir", type=Path)
+    demo.set_defaults(handler=_demo)
+
+    series = groups.add_parser("series", help="public data series and their vintages")
+    series_sub = series.add_subparsers(dest="series_command", required=True)
+    load = series_sub.add_parser("load", help="store FRED CSV exports as vintages (both export formats)")
+    load.add_argument("paths", nargs="+", type=Path)
+    load.add_argument("--fetched-at", type=_instant, help="download time (default: from the file name)")
+    load.add_argument("--label", help="vintage label (default: from the file name)")
+    load.set_defaults(handler=_series_load)
+    listing = series_sub.add_parser("list", help="stored vintages")
+    listing.add_argument("--series")
+    listing.set_defaults(handler=_series_list)
+
+    score = groups.add_parser("score", help="resolve and Brier-score bound forecasts")
+    score_sub = score.add_subparsers(dest="score_command", required=True)
+    nightly = score_sub.add_parser("nightly", help="what the nightly deployment runs")
+    nightly.add_argument("--as-of", type=_instant)
+    nightly.add_argument("--report-dir", type=Path)
+    nightly.set_defaults(handler=_nightly)
+    backfill = score_sub.add_parser("backfill", help="re-score deadlines in [--from, --to), idempotently")
+    backfill.add_argument("--from", dest="deadline_from", type=_day, required=True)
+    backfill.add_argument("--to", dest="deadline_to", type=_day, required=True)
+    backfill.add_argument("--vintage", type=int, help="vintage id (default: newest by --as-of)")
+    backfill.add_argument("--series")
+    backfill.add_argument("--as-of", type=_instant)
+    backfill.set_defaults(handler=_backfill)
+
+    accuracy = groups.add_parser("accuracy", help="the Accuracy report, live from the database")
+    accuracy.add_argument("--out", type=Path, help="also write accuracy.md, accuracy.json, reliability.png here")
+    accuracy.add_argument("--fixed-base-rate", type=float, default=0.5)
+    accuracy.add_argument("--json", action="store_true")
+    accuracy.set_defaults(handler=_accuracy)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from flows.forecast import DriverInput, ForecastRequest, forecast
+
+    drivers = [DriverInput.model_validate_json(d) for d in args.driver] or None
+    request = ForecastRequest(question=args.question, confidence_target=args.confidence_target,
+                              base_rate=args.base_rate, drivers=drivers, seed=args.seed, requested_via="cli")
+    summary = forecast(request)
+    print(json.dumps(summary, indent=2) if args.json else
+          f"forecast {summary['forecast_id']} ({summary['state']}): p = {summary['probability']:.4f}, "
+          f"interval [{summary['interval'][0]:.4f}, {summary['interval'][1]:.4f}] "
+          f"ci_basis: {summary['ci_basis']}\n{summary['interval_wording']}")
+    return 0
+
+
+def _lane(args: argparse.Namespace) -> int:
+    from flows.bind_forecasts import LaneParameters, bind_forecasts
+
+    results = bind_forecasts(LaneParameters(question_file=str(args.questions) if args.questions else None,
+                                            as_of=args.as_of))
+    print(table(["key", "status", "forecast", "probability", "deadline"],
+                [(r["key"], r["status"], r.get("forecast_id"), r.get("probability"), r.get("deadline"))
+                 for r in results]))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from atlas.scoring import SCORING_VERSION
+    from store import forecasts as repo
+    from store.db import Database
+
+    with Database.open() as db, db.connection() as conn:
+        row = repo.get_forecast(conn, args.forecast_id)
+        if row is None:
+            raise ValueError(f"forecast {args.forecast_id} does not exist")
+        state = repo.forecast_state(conn, args.forecast_id, SCORING_VERSION)
+        scores = repo.scores_for(conn, args.forecast_id)
+    print(f"forecast {row['forecast_id']}: {row['question']}")
+    print(f"  issued {row['issued_at'].isoformat()} via {row['requested_via']}; state {state}")
+    print(f"  p = {row['probability']:.4f}, {row['ci_method']} interval [{row['ci_low']:.4f}, {row['ci_high']:.4f}] "
+          f"(ci_basis: {row['ci_basis']}), {row['n_samples']} samples, seed {row['seed']}")
+    if row["series_id"]:
+        against = row["reference_date"] or row["threshold"]
+        print(f"  bound: {row['series_id']} {row['target_date']} {row['comparator']} {against}, "
+              f"deadline {row['deadline'].isoformat()}")
+    if scores:
+        print(table(["score", "version", "vintage", "status", "outcome", "brier", "target", "reference", "reason"],
+                    [(s["score_id"], s["scoring_version"], f"{s['vintage_label']} #{s['vintage_id']}", s["status"],
+                      s["outcome"], None if s["brier"] is None else round(s["brier"], 6), s["target_value"],
+                      s["reference_value"], s["reason"]) for s in scores]))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from flows.forecast_demo import run_forecast_demo
+
+    report = run_forecast_demo(series_dir=args.series_dir, report_dir=args.report_dir)
+    print(report.markdown())
+    return 0
+
+
+def _series_load(args: argparse.Namespace) -> int:
+    from store.db import Database
+    from store.forecasts import load_series_files
+
+    with Database.open() as db:
+        results = load_series_files(db, args.paths, fetched_at=args.fetched_at, label=args.label)
+    print(table(["series", "vintage", "id", "stored", "rows", "missing", "content hash"],
+                [(r["series_id"], r["label"], r["vintage_id"], "new" if r["created"] else "already stored",
+                  r["rows"], r["missing"], r["content_hash"][:12]) for r in results]))
+    return 0
+
+
+def _series_list(args: argparse.Namespace) -> int:
+    from store.db import Database
+    from store.forecasts import list_vintages
+
+    with Database.open() as db, db.connection() as conn:
+        rows = list_vintages(conn, args.series)
+    print(table(["id", "series", "vintage", "fetched at", "connector", "rows", "missing", "first", "last", "hash"],
+                [(r["vintage_id"], r["series_id"], r["label"], r["fetched_at"].isoformat(), r["connector"],
+                  r["row_count"], r["missing"], r["first_date"], r["last_date"], r["content_hash"][:12])
+                 for r in rows]))
+    return 0
+
+
+def _nightly(args: argparse.Namespace) -> int:
+    from flows.score_accuracy import ScoringParameters, score_accuracy
+
+    score_accuracy(ScoringParameters(as_of=args.as_of, report_dir=str(args.report_dir) if args.report_dir else None))
+    return 0
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    from flows.backfill_scores import BackfillParameters, backfill_scores
+
+    summary = backfill_scores(BackfillParameters(deadline_from=args.deadline_from, deadline_to=args.deadline_to,
+                                                 vintage_id=args.vintage, series_id=args.series, as_of=args.as_of))
+    print(table(["measure", "value"], [(k, v) for k, v in summary.items() if k != "quality_checks"]))
+    return 0
+
+
+def _accuracy(args: argparse.Namespace) -> int:
+    from store.db import Database
+    from store.scores import accuracy_report
+
+    with Database.open() as db, db.connection() as conn:
+        report = accuracy_report(conn, fixed_base_rate=args.fixed_base_rate)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(table(["measure", "value"], report.rows()))
+        for note in report.notes:
+            print(f"note: {note}")
+    if args.out:
+        for kind, path in report.write(args.out).items():
+            print(f"wrote {kind}: {path}")
+    return 0

@@ -1,0 +1,1 @@
+"""One file per Prefect flow; each reads as its DAG."""

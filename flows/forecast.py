@@ -1,0 +1,64 @@
+"""Forecast flow (FC-1..3): drivers → evidence per driver → Monte-Carlo → published distribution.
+
+A forecast requested here (CLI/API) is never bound, so it is published as unscoreable (FC-4/6).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
+from pydantic import BaseModel, Field
+
+from atlas.forecasting.montecarlo import Driver
+from tasks.forecasting import driver_evidence, propose_drivers, publish_forecast, run_monte_carlo
+from tasks.resources import resolve_settings
+
+
+class DriverInput(BaseModel):
+    name: str = Field(min_length=1)
+    hypothesis: str = Field(min_length=1)
+    effect: float = Field(description="shift of the event's log-odds if the hypothesis holds")
+    effect_sd: float = Field(default=0.0, ge=0, description="uncertainty of that shift (log-odds)")
+    weight: float = Field(default=1.0, ge=0, le=1)
+
+
+class ForecastRequest(BaseModel):
+    question: str = Field(min_length=1)
+    confidence_target: float = Field(default=0.9, description="in (0, 1); >= 0.9 draws 10,000 samples, else 1,000")
+    base_rate: float = Field(default=0.5, description="prior probability of the event, in (0, 1)")
+    drivers: list[DriverInput] | None = Field(default=None, description="empty = the configured LLM engine decides")
+    seed: int | None = Field(default=None, ge=0, lt=2**63, description="empty = a fresh seed (recorded)")
+    requested_via: Literal["api", "cli"] = "api"
+
+
+@flow(name="forecast", log_prints=True)
+def forecast(request: ForecastRequest, database_block: str | None = None, providers_block: str | None = None) -> dict:
+    settings = resolve_settings(database_block, providers_block)
+    issued_at = datetime.now(timezone.utc)
+    supplied = [Driver(**d.model_dump()) for d in request.drivers] if request.drivers else None
+    drivers, engine = propose_drivers(settings, request.question, request.base_rate, supplied)
+    drivers, evidence_note = driver_evidence(settings, drivers)
+    record = run_monte_carlo(request.question, base_rate=request.base_rate, drivers=drivers,
+                             confidence_target=request.confidence_target, issued_at=issued_at,
+                             requested_via=request.requested_via, engine={**engine, "evidence": evidence_note},
+                             seed=request.seed)
+    forecast_id = publish_forecast(settings, record, str(flow_run.id) if flow_run.id else None)
+    summary = {"forecast_id": forecast_id, "state": "unscoreable", **record.summary()}
+    create_markdown_artifact(key="forecast", markdown=_markdown(summary), description="published forecast")
+    print(f"forecast {forecast_id}: p = {summary['probability']:.4f}, {summary['interval_method']} interval "
+          f"[{summary['interval'][0]:.4f}, {summary['interval'][1]:.4f}] (ci_basis: {summary['ci_basis']})")
+    return summary
+
+
+def _markdown(summary: dict) -> str:
+    quantiles = " | ".join(f"{k}: {v:.3f}" for k, v in summary["quantiles"].items())
+    return (f"# Forecast {summary['forecast_id']}\n\n**{summary['question']}**\n\n"
+            f"- probability: {summary['probability']:.4f} ({summary['n_samples']} samples, seed {summary['seed']})\n"
+            f"- interval: [{summary['interval'][0]:.4f}, {summary['interval'][1]:.4f}] — `ci_basis: "
+            f"{summary['ci_basis']}`. {summary['interval_wording']}\n"
+            f"- distribution of the simulated probability: {quantiles}\n"
+            f"- state: {summary['state']} (requested directly, so never bound and never scored)\n")

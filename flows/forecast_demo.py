@@ -1,0 +1,55 @@
+"""`run_forecast_demo()`: the forecast half of `atlas demo`, offline, on real FRED downloads.
+
+1. store four real vintages (UNRATE and CPIAUCSL, downloaded 2025-04 and 2026-03);
+2. run the binding lane as of 2025-04-15, when only the 2025-04 downloads existed, binding three
+   month-over-month questions ('>' the previous month) for CPIAUCSL 2025-05, UNRATE 2025-04 and
+   UNRATE 2025-10;
+3. run nightly scoring as of 2026-03-31 on the newest vintages: CPIAUCSL 2025-05 resolves, UNRATE
+   2025-04 ties with March (4.2 = 4.2) and so resolves NO under '>', UNRATE 2025-10 is empty in the
+   2026-03 download and stays unresolvable (not forward-filled);
+4. return (and print) the Accuracy report, and write it as files when `report_dir` is given.
+Running it again adds nothing: the lane skips bound questions and scoring skips stored scores.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from atlas.forecasting.lane import LaneQuestion
+from atlas.scoring.report import AccuracyReport
+from flows.bind_forecasts import LaneParameters, bind_forecasts
+from flows.score_accuracy import ScoringParameters, score_accuracy
+from store.forecasts import load_series_files
+from store.scores import accuracy_report
+from tasks.resources import database, resolve_settings
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_SERIES = REPO.parent / "shared" / "data" / "series"
+SAMPLE_SERIES = REPO / "data" / "series"
+DEMO_FILES = ("UNRATE__fred_vintage_2025-04.csv", "UNRATE__fred_vintage_2026-03.csv",
+              "CPIAUCSL__fred_vintage_2025-04.csv", "CPIAUCSL__fred_vintage_2026-03.csv")
+ISSUED_AT = datetime(2025, 4, 15, tzinfo=timezone.utc)
+SCORED_AT = datetime(2026, 3, 31, tzinfo=timezone.utc)
+DEMO_QUESTIONS = [
+    LaneQuestion(key="demo-cpiaucsl-mom-up", series_id="CPIAUCSL", comparator=">", reference="previous",
+                 target_date=date(2025, 5, 1)),
+    LaneQuestion(key="demo-unrate-mom-up", series_id="UNRATE", comparator=">", reference="previous",
+                 target_date=date(2025, 4, 1)),
+    LaneQuestion(key="demo-unrate-mom-up", series_id="UNRATE", comparator=">", reference="previous",
+                 target_date=date(2025, 10, 1)),
+]
+
+
+def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None,
+                      database_block: str | None = None) -> AccuracyReport:
+    series_dir = series_dir or (SHARED_SERIES if SHARED_SERIES.is_dir() else SAMPLE_SERIES)
+    settings = resolve_settings(database_block)
+    stored = load_series_files(database(settings), [series_dir / name for name in DEMO_FILES])
+    print("series vintages: " + ", ".join(f"{s['series_id']} {s['label']} (#{s['vintage_id']}"
+                                          f"{'' if s['created'] else ', already stored'})" for s in stored))
+    bind_forecasts(LaneParameters(questions=DEMO_QUESTIONS, as_of=ISSUED_AT), database_block=database_block)
+    score_accuracy(ScoringParameters(as_of=SCORED_AT, report_dir=str(report_dir) if report_dir else None),
+                   database_block=database_block)
+    with database(settings).connection() as conn:
+        return accuracy_report(conn)

@@ -1,0 +1,330 @@
+-- Exact Okapi BM25 served by PostgreSQL (RET-1).
+--
+-- Scores equal rank_bm25.BM25Okapi (k1 = 1.5, b = 0.75, epsilon = 0.25) over the same token lists:
+--   * a chunk's tokens are the lexemes of forum.chunks.lexemes, each repeated by its number of
+--     positions (so its length is chunks.token_count);
+--   * a query's tokens are the lexemes of forum.analyze('', query), repeated the same way;
+--   * the corpus is every chunk with searchable = true;
+--   * idf(t) = ln(N - df + 0.5) - ln(df + 0.5); a negative idf is replaced by
+--     epsilon * (mean raw idf over the whole vocabulary), exactly as rank_bm25 does.
+--
+-- Everything the formula needs is kept current by triggers on forum.chunks, in the transaction that
+-- changes the chunks: a document is searchable when its ingest commits, and a chunk that stops being
+-- searchable (retracted, withdrawn, superseded, no longer current) leaves postings and statistics.
+-- All index maintenance serialises on the forum.bm25_stats row, so statistics stay exact under
+-- concurrent writers.
+
+CREATE TABLE forum.bm25_stats (
+  singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  chunk_count bigint NOT NULL DEFAULT 0 CHECK (chunk_count >= 0),   -- N
+  token_total bigint NOT NULL DEFAULT 0 CHECK (token_total >= 0)    -- sum of token_count, for avgdl
+);
+INSERT INTO forum.bm25_stats DEFAULT VALUES;
+
+-- Vocabulary: document frequency per lexeme. max_tf / min_doc_len bound a term's best possible
+-- contribution (they only ever widen, so they stay valid bounds after removals).
+CREATE TABLE forum.bm25_terms (
+  term        text COLLATE "C" PRIMARY KEY,
+  df          integer NOT NULL CHECK (df > 0),
+  max_tf      integer NOT NULL,
+  min_doc_len integer NOT NULL
+) WITH (fillfactor = 70);  -- room for HOT updates: every ingest batch updates thousands of df values
+
+-- How many terms have each document frequency. rank_bm25's average idf is a mean over the whole
+-- vocabulary and depends on N, so it cannot be kept as a running sum; summed over distinct df
+-- values (a few thousand rows even for 100k chunks) it is exact and cheap.
+CREATE TABLE forum.bm25_df_counts (
+  df    integer PRIMARY KEY,
+  terms bigint NOT NULL
+);
+
+-- Postings in blocks: one row per (term, writing statement) holding parallel arrays. A bulk COPY
+-- adds one row per distinct term of the batch instead of one row per (term, chunk), and a query
+-- reads a common term as a few hundred arrays instead of tens of thousands of rows.
+CREATE TABLE forum.bm25_postings (
+  term        text COLLATE "C" NOT NULL,
+  first_chunk bigint NOT NULL,
+  last_chunk  bigint NOT NULL,
+  chunk_ids   bigint[] NOT NULL,
+  tfs         integer[] NOT NULL,
+  doc_lens    integer[] NOT NULL,
+  -- A chunk sits in at most one block per term, and first_chunk is the smallest chunk of its block.
+  PRIMARY KEY (term, first_chunk)
+);
+
+-- A tsvector as BM25 sees it: each lexeme with its term frequency (its number of positions).
+-- Lexemes compare bytewise ("C"): faster, and the order carries no meaning.
+CREATE DOMAIN forum.bm25_term AS text COLLATE "C";
+CREATE FUNCTION forum.bm25_tokens(v tsvector) RETURNS TABLE (term forum.bm25_term, tf integer)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT u.lexeme::forum.bm25_term, coalesce(array_length(u.positions, 1), 1) FROM unnest(v) AS u
+$$;
+
+-- Add (p_sign = 1) or remove (p_sign = -1) chunks' contributions to postings and statistics.
+CREATE FUNCTION forum.bm25_apply(p_ids bigint[], p_lexemes tsvector[], p_lens integer[], p_sign integer)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  saved_work_mem text := current_setting('work_mem');
+BEGIN
+  IF coalesce(cardinality(p_ids), 0) = 0 THEN
+    RETURN;
+  END IF;
+  -- Taking the statistics row lock first serialises writers; later statements see their commits.
+  UPDATE forum.bm25_stats
+     SET chunk_count = chunk_count + p_sign * cardinality(p_ids),
+         token_total = token_total + p_sign * (SELECT coalesce(sum(l), 0) FROM unnest(p_lens) l);
+  -- A 1,000-chunk batch has ~90k tokens: aggregate them in memory, not in temporary files.
+  PERFORM set_config('work_mem', '64MB', true);
+
+  IF p_sign > 0 THEN
+    -- One pass over the new tokens feeds both the posting blocks and the vocabulary. The three
+    -- arrays of a block come from one aggregation, so they stay aligned.
+    WITH agg AS MATERIALIZED (
+      SELECT u.term, min(c.id) AS first_chunk, max(c.id) AS last_chunk,
+             array_agg(c.id) AS ids, array_agg(u.tf) AS tfs, array_agg(c.len) AS lens,
+             count(*)::integer AS n, max(u.tf) AS max_tf, min(c.len) AS min_len
+        FROM unnest(p_ids, p_lexemes, p_lens) AS c(id, vec, len), forum.bm25_tokens(c.vec) AS u
+       GROUP BY u.term),
+    postings AS (
+      INSERT INTO forum.bm25_postings (term, first_chunk, last_chunk, chunk_ids, tfs, doc_lens)
+      SELECT term, first_chunk, last_chunk, ids, tfs, lens FROM agg),
+    up AS (
+      INSERT INTO forum.bm25_terms AS t (term, df, max_tf, min_doc_len)
+      SELECT term, n, max_tf, min_len FROM agg ORDER BY term
+      ON CONFLICT (term) DO UPDATE
+         SET df = t.df + EXCLUDED.df,
+             max_tf = greatest(t.max_tf, EXCLUDED.max_tf),
+             min_doc_len = least(t.min_doc_len, EXCLUDED.min_doc_len)
+      RETURNING t.term, t.df)
+    INSERT INTO forum.bm25_df_counts AS h (df, terms)
+    SELECT m.df, sum(m.change)
+      FROM (SELECT up.df - agg.n AS df, -1 AS change FROM up JOIN agg USING (term) WHERE up.df > agg.n
+            UNION ALL
+            SELECT up.df, 1 FROM up) AS m
+     GROUP BY m.df
+    ON CONFLICT (df) DO UPDATE SET terms = h.terms + EXCLUDED.terms;
+  ELSE
+    -- Rewrite every block that holds a removed chunk without it (a block left empty is dropped).
+    WITH removed AS MATERIALIZED (
+      SELECT c.id, u.term
+        FROM unnest(p_ids, p_lexemes) AS c(id, vec), forum.bm25_tokens(c.vec) AS u),
+    old_blocks AS (
+      DELETE FROM forum.bm25_postings b
+       USING (SELECT DISTINCT b2.term, b2.first_chunk
+                FROM removed r JOIN forum.bm25_postings b2
+                  ON b2.term = r.term AND b2.first_chunk <= r.id AND b2.last_chunk >= r.id) AS hit
+       WHERE b.term = hit.term AND b.first_chunk = hit.first_chunk
+      RETURNING b.*)
+    INSERT INTO forum.bm25_postings (term, first_chunk, last_chunk, chunk_ids, tfs, doc_lens)
+    SELECT o.term, min(e.id), max(e.id), array_agg(e.id), array_agg(e.tf), array_agg(e.len)
+      FROM old_blocks o, unnest(o.chunk_ids, o.tfs, o.doc_lens) AS e(id, tf, len)
+     WHERE NOT EXISTS (SELECT 1 FROM removed r WHERE r.id = e.id AND r.term = o.term)
+     GROUP BY o.term, o.first_chunk;
+
+    WITH delta AS (
+      SELECT u.term, count(*)::integer AS n
+        FROM unnest(p_ids, p_lexemes) AS c(id, vec), forum.bm25_tokens(c.vec) AS u
+       GROUP BY u.term),
+    down AS (
+      UPDATE forum.bm25_terms t SET df = t.df - d.n
+        FROM delta d
+       WHERE t.term = d.term AND t.df > d.n
+      RETURNING t.term, t.df),
+    gone AS (
+      DELETE FROM forum.bm25_terms t USING delta d
+       WHERE t.term = d.term AND t.df <= d.n
+      RETURNING t.df)
+    INSERT INTO forum.bm25_df_counts AS h (df, terms)
+    SELECT m.df, sum(m.change)
+      FROM (SELECT down.df + d.n AS df, -1 AS change FROM down JOIN delta d USING (term)
+            UNION ALL
+            SELECT down.df, 1 FROM down
+            UNION ALL
+            SELECT gone.df, -1 FROM gone) AS m
+     GROUP BY m.df
+    ON CONFLICT (df) DO UPDATE SET terms = h.terms + EXCLUDED.terms;
+  END IF;
+  DELETE FROM forum.bm25_df_counts WHERE terms = 0;
+  PERFORM set_config('work_mem', saved_work_mem, true);
+END $$;
+
+-- One statement-level trigger per operation; each hands the chunks that enter or leave the
+-- searchable corpus to forum.bm25_apply.
+CREATE FUNCTION forum.bm25_track_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  ids bigint[]; vecs tsvector[]; lens integer[];
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    IF TG_OP = 'UPDATE' THEN
+      SELECT array_agg(o.chunk_id), array_agg(o.lexemes), array_agg(o.token_count) INTO ids, vecs, lens
+        FROM old_chunks o JOIN new_chunks n USING (chunk_id)
+       WHERE o.searchable AND (NOT n.searchable OR n.lexemes IS DISTINCT FROM o.lexemes);
+    ELSE
+      SELECT array_agg(o.chunk_id), array_agg(o.lexemes), array_agg(o.token_count) INTO ids, vecs, lens
+        FROM old_chunks o WHERE o.searchable;
+    END IF;
+    PERFORM forum.bm25_apply(ids, vecs, lens, -1);
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    IF TG_OP = 'UPDATE' THEN
+      SELECT array_agg(n.chunk_id), array_agg(n.lexemes), array_agg(n.token_count) INTO ids, vecs, lens
+        FROM old_chunks o JOIN new_chunks n USING (chunk_id)
+       WHERE n.searchable AND (NOT o.searchable OR n.lexemes IS DISTINCT FROM o.lexemes);
+    ELSE
+      SELECT array_agg(n.chunk_id), array_agg(n.lexemes), array_agg(n.token_count) INTO ids, vecs, lens
+        FROM new_chunks n WHERE n.searchable;
+    END IF;
+    PERFORM forum.bm25_apply(ids, vecs, lens, 1);
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER chunks_bm25_insert AFTER INSERT ON forum.chunks
+  REFERENCING NEW TABLE AS new_chunks FOR EACH STATEMENT EXECUTE FUNCTION forum.bm25_track_chunks();
+CREATE TRIGGER chunks_bm25_update AFTER UPDATE ON forum.chunks
+  REFERENCING OLD TABLE AS old_chunks NEW TABLE AS new_chunks FOR EACH STATEMENT EXECUTE FUNCTION forum.bm25_track_chunks();
+CREATE TRIGGER chunks_bm25_delete AFTER DELETE ON forum.chunks
+  REFERENCING OLD TABLE AS old_chunks FOR EACH STATEMENT EXECUTE FUNCTION forum.bm25_track_chunks();
+
+-- Chunks stored before this migration.
+SELECT forum.bm25_apply(array_agg(chunk_id), array_agg(lexemes), array_agg(token_count), 1)
+  FROM forum.chunks WHERE searchable;
+
+-- Query tokens: the analyzer's lexemes with their repeat counts.
+CREATE FUNCTION forum.bm25_query_terms(p_query text)
+RETURNS TABLE (term text, qtf integer) LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)
+    FROM unnest(forum.analyze('', p_query)) AS u
+$$;
+
+-- rank_bm25's idf per query term, with the epsilon floor (mean raw idf over the vocabulary).
+CREATE FUNCTION forum.bm25_idf(p_terms text[], p_epsilon double precision DEFAULT 0.25)
+RETURNS TABLE (term text, df integer, idf double precision, max_tf integer, min_doc_len integer)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  n double precision;
+  floor_idf double precision;
+BEGIN
+  SELECT chunk_count INTO n FROM forum.bm25_stats;
+  IF EXISTS (SELECT 1 FROM forum.bm25_terms t WHERE t.term = ANY (p_terms)
+              AND ln(n - t.df + 0.5) - ln(t.df + 0.5) < 0) THEN
+    SELECT p_epsilon * sum(h.terms * (ln(n - h.df + 0.5) - ln(h.df + 0.5))) / sum(h.terms)
+      INTO floor_idf FROM forum.bm25_df_counts h;
+  END IF;
+  RETURN QUERY
+  SELECT t.term, t.df,
+         CASE WHEN ln(n - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN floor_idf
+              ELSE ln(n - t.df + 0.5) - ln(t.df + 0.5) END,
+         t.max_tf, t.min_doc_len
+    FROM forum.bm25_terms t WHERE t.term = ANY (p_terms);
+END $$;
+
+-- Chunks a sector / publication-window filter admits (NULL filter = everything). A recency window
+-- admits only documents with a known published_at in [after, before).
+CREATE FUNCTION forum.chunk_passes_filters(p_chunk_id bigint, p_sectors text[], p_after timestamptz,
+                                           p_before timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM forum.chunks c JOIN forum.documents d USING (document_id)
+     WHERE c.chunk_id = p_chunk_id
+       AND (p_sectors IS NULL OR d.sector = ANY (p_sectors))
+       AND (p_after IS NULL OR d.published_at >= p_after)
+       AND (p_before IS NULL OR d.published_at < p_before))
+$$;
+CREATE INDEX IF NOT EXISTS documents_sector_published ON forum.documents (sector, published_at);
+
+-- Top-k chunks by BM25 for a query, best first (ties: lower chunk_id first). Only chunks holding at
+-- least one query term are candidates.
+--
+-- Exact top-k with MaxScore pruning (Turtle & Flood, 1995): terms are taken in decreasing order of
+-- their best possible contribution; once the k-th best partial score of the chunks found so far
+-- exceeds the sum of the remaining terms' bounds, no unseen chunk can enter the top k, and only
+-- chunks whose partial score plus that bound reaches the k-th partial score need exact scoring.
+-- Common terms (the ones with huge posting lists) are then never scanned.
+CREATE FUNCTION forum.bm25_search(
+  p_query text, p_k integer DEFAULT 20,
+  p_sectors text[] DEFAULT NULL, p_after timestamptz DEFAULT NULL, p_before timestamptz DEFAULT NULL,
+  p_k1 double precision DEFAULT 1.5, p_b double precision DEFAULT 0.75, p_epsilon double precision DEFAULT 0.25)
+RETURNS TABLE (chunk_id bigint, score double precision, rank integer)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  avgdl double precision;
+  filtered boolean := p_sectors IS NOT NULL OR p_after IS NOT NULL OR p_before IS NOT NULL;
+  q_terms text[]; q_weights double precision[]; q_bounds double precision[];
+  n_terms integer;
+  monotone boolean;
+  j integer := 0;
+  rest_bound double precision;
+  cand_ids bigint[] := '{}'; cand_scores double precision[] := '{}';
+  theta double precision;
+  survivors bigint[];
+BEGIN
+  IF p_k IS NULL OR p_k < 1 THEN
+    RAISE EXCEPTION 'bm25_search: k must be a positive integer, got %', p_k USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT s.token_total::double precision / nullif(s.chunk_count, 0) INTO avgdl FROM forum.bm25_stats s;
+  IF avgdl IS NULL THEN
+    RETURN;  -- empty corpus
+  END IF;
+  IF avgdl = 0 THEN
+    avgdl := 1;  -- every chunk is empty: no term can match, avoid a division by zero
+  END IF;
+
+  -- weight = qtf * idf; bound = weight * the term's largest possible saturated tf.
+  SELECT array_agg(x.term ORDER BY x.bound DESC, x.term), array_agg(x.weight ORDER BY x.bound DESC, x.term),
+         array_agg(x.bound ORDER BY x.bound DESC, x.term), bool_and(x.weight >= 0)
+    INTO q_terms, q_weights, q_bounds, monotone
+    FROM (SELECT i.term, q.qtf * i.idf AS weight,
+                 q.qtf * i.idf * (i.max_tf * (p_k1 + 1) / (i.max_tf + p_k1 * (1 - p_b + p_b * i.min_doc_len / avgdl))) AS bound
+            FROM forum.bm25_query_terms(p_query) q
+            JOIN forum.bm25_idf(ARRAY(SELECT term FROM forum.bm25_query_terms(p_query)), p_epsilon) i USING (term)) x;
+  n_terms := coalesce(cardinality(q_terms), 0);
+  IF n_terms = 0 THEN
+    RETURN;  -- no query term occurs in the corpus
+  END IF;
+
+  LOOP
+    j := j + 1;
+    -- Add term j's postings to the cand_scores scores.
+    SELECT array_agg(a.id), array_agg(a.s) INTO cand_ids, cand_scores
+      FROM (SELECT u.id, sum(u.s) AS s
+              FROM (SELECT * FROM unnest(cand_ids, cand_scores) AS p(id, s)
+                    UNION ALL
+                    SELECT e.id, q_weights[j] * (e.tf * (p_k1 + 1) / (e.tf + p_k1 * (1 - p_b + p_b * e.len / avgdl)))
+                      FROM forum.bm25_postings b, unnest(b.chunk_ids, b.tfs, b.doc_lens) AS e(id, tf, len)
+                     WHERE b.term = q_terms[j]
+                       AND (NOT filtered OR forum.chunk_passes_filters(e.id, p_sectors, p_after, p_before))) AS u
+             GROUP BY u.id) AS a;
+    cand_ids := coalesce(cand_ids, '{}'); cand_scores := coalesce(cand_scores, '{}');
+    EXIT WHEN j = n_terms;
+    CONTINUE WHEN NOT monotone OR cardinality(cand_ids) < p_k;
+    SELECT sum(x) INTO rest_bound FROM unnest(q_bounds[j + 1:]) x;
+    SELECT s INTO theta FROM unnest(cand_scores) s ORDER BY s DESC OFFSET p_k - 1 LIMIT 1;
+    -- A margin far above rounding error keeps the pruning exact in floating point.
+    IF rest_bound * (1 + 1e-9) + 1e-12 < theta THEN
+      SELECT array_agg(p.id) INTO survivors FROM unnest(cand_ids, cand_scores) AS p(id, s)
+       WHERE p.s + rest_bound * (1 + 1e-9) + 1e-12 >= theta;
+      -- Exact scores of the survivors from their own lexemes.
+      RETURN QUERY
+      SELECT r.chunk_id, r.score, (row_number() OVER (ORDER BY r.score DESC, r.chunk_id))::integer
+        FROM (SELECT c.chunk_id,
+                     sum(q_weights[array_position(q_terms, u.lexeme)]
+                         * (coalesce(array_length(u.positions, 1), 1) * (p_k1 + 1)
+                            / (coalesce(array_length(u.positions, 1), 1)
+                               + p_k1 * (1 - p_b + p_b * c.token_count / avgdl)))) AS score
+                FROM forum.chunks c, unnest(c.lexemes) AS u
+               WHERE c.chunk_id = ANY (survivors) AND u.lexeme = ANY (q_terms)
+               GROUP BY c.chunk_id) AS r
+       ORDER BY r.score DESC, r.chunk_id
+       LIMIT p_k;
+      RETURN;
+    END IF;
+  END LOOP;
+
+  -- Every term was read: cand_scores scores are exact.
+  RETURN QUERY
+  SELECT p.id, p.s, (row_number() OVER (ORDER BY p.s DESC, p.id))::integer
+    FROM unnest(cand_ids, cand_scores) AS p(id, s)
+   ORDER BY p.s DESC, p.id
+   LIMIT p_k;
+END $$;

@@ -1,0 +1,233 @@
+"""Writing ingested batches: sources, document versions, chunks and embeddings (ING-1/2/5).
+
+A batch is written in one transaction, or not at all. New content goes in with COPY; content the
+database already holds adds nothing (at most its status flags or current version change).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from atlas.ingestion import PreparedBatch
+from atlas.records import Record, SourceInfo
+from store.db import Database, record_event
+
+# Version numbers are max+1 per document: writers of the same corpus take turns for that moment.
+_WRITE_LOCK = "forum.documents.write"
+
+
+@dataclass
+class WriteResult:
+    documents_added: int = 0
+    chunks_added: int = 0
+    embeddings_added: int = 0
+    status_changes: int = 0
+    event_id: int | None = None
+
+    def __add__(self, other: "WriteResult") -> "WriteResult":
+        return WriteResult(
+            self.documents_added + other.documents_added,
+            self.chunks_added + other.chunks_added,
+            self.embeddings_added + other.embeddings_added,
+            self.status_changes + other.status_changes,
+            other.event_id or self.event_id,
+        )
+
+
+def _keys(records: Sequence[Record]) -> tuple[list[str], list[str], list[str]]:
+    return ([r.source.name for r in records], [r.external_id for r in records], [r.content_hash for r in records])
+
+
+def known_versions(db: Database, records: Sequence[Record]) -> set[tuple[str, str, str]]:
+    """(source name, external id, content hash) of the records whose content is already stored."""
+    if not records:
+        return set()
+    with db.connection() as conn:
+        rows = conn.execute(
+            """SELECT q.name, q.ext, q.hash
+                 FROM unnest(%s::text[], %s::text[], %s::text[]) AS q(name, ext, hash)
+                 JOIN forum.sources s ON s.name = q.name
+                 JOIN forum.documents d ON d.source_id = s.source_id AND d.external_id = q.ext AND d.content_hash = q.hash""",
+            _keys(records),
+        ).fetchall()
+    return {(r["name"], r["ext"], r["hash"]) for r in rows}
+
+
+def _upsert_sources(conn: psycopg.Connection, sources: Sequence[SourceInfo]) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    for source in {s.name: s for s in sources}.values():
+        row = conn.execute(
+            """INSERT INTO forum.sources AS s (name, importance, quality_score, sector, licence, url)
+               VALUES (%s, %s, %s, %s, %s, %s)
+               ON CONFLICT (name) DO UPDATE
+                  SET importance = EXCLUDED.importance, quality_score = EXCLUDED.quality_score,
+                      sector = EXCLUDED.sector, licence = EXCLUDED.licence, url = EXCLUDED.url, updated_at = now()
+                WHERE (s.importance, s.quality_score, s.sector, s.licence, s.url)
+                      IS DISTINCT FROM (EXCLUDED.importance, EXCLUDED.quality_score, EXCLUDED.sector, EXCLUDED.licence, EXCLUDED.url)
+               RETURNING source_id""",
+            (source.name, source.importance, source.quality_score, source.sector, source.licence, source.url),
+        ).fetchone()
+        if row is None:
+            row = conn.execute("SELECT source_id FROM forum.sources WHERE name = %s", (source.name,)).fetchone()
+        ids[source.name] = row["source_id"]
+    return ids
+
+
+def _sync_status(conn: psycopg.Connection, records: Sequence[Record], source_ids: dict[str, int]) -> int:
+    """Known content: make that version current and carry its retracted/withdrawn/superseded flags."""
+    if not records:
+        return 0
+    params = (
+        [source_ids[r.source.name] for r in records], [r.external_id for r in records], [r.content_hash for r in records],
+        [r.retracted for r in records], [r.withdrawn for r in records], [r.superseded for r in records],
+    )
+    query = """FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bool[], %s::bool[], %s::bool[])
+                    AS q(source_id, ext, hash, retracted, withdrawn, superseded)"""
+    demoted = conn.execute(
+        f"""UPDATE forum.documents d SET is_current = false {query}
+             WHERE d.source_id = q.source_id AND d.external_id = q.ext AND d.is_current AND d.content_hash <> q.hash""",
+        params,
+    ).rowcount
+    changed = conn.execute(
+        f"""UPDATE forum.documents d
+               SET is_current = true, retracted = q.retracted, withdrawn = q.withdrawn, superseded = q.superseded {query}
+             WHERE d.source_id = q.source_id AND d.external_id = q.ext AND d.content_hash = q.hash
+               AND (NOT d.is_current OR (d.retracted, d.withdrawn, d.superseded)
+                    IS DISTINCT FROM (q.retracted, q.withdrawn, q.superseded))""",
+        params,
+    ).rowcount
+    return demoted + changed
+
+
+def _insert_documents(conn: psycopg.Connection, batch: PreparedBatch, source_ids: dict[str, int]) -> dict[tuple[int, str], int]:
+    conn.execute(
+        """CREATE TEMP TABLE doc_stage (
+               source_id bigint, external_id text, content_hash text, title text, body text, url text,
+               published_at timestamptz, sector text, metadata jsonb, retracted bool, withdrawn bool, superseded bool
+           ) ON COMMIT DROP"""
+    )
+    with conn.cursor().copy("COPY doc_stage FROM STDIN") as copy:
+        for doc in batch.documents:
+            r = doc.record
+            copy.write_row((source_ids[r.source.name], r.external_id, r.content_hash, r.title, r.text, r.url,
+                            r.published_at, r.sector, json.dumps(r.metadata), r.retracted, r.withdrawn, r.superseded))
+    # Content that another writer stored since the batch was planned adds nothing.
+    conn.execute(
+        """DELETE FROM doc_stage s USING forum.documents d
+            WHERE d.source_id = s.source_id AND d.external_id = s.external_id AND d.content_hash = s.content_hash"""
+    )
+    conn.execute(
+        """UPDATE forum.documents d SET is_current = false FROM doc_stage s
+            WHERE d.source_id = s.source_id AND d.external_id = s.external_id AND d.is_current"""
+    )
+    rows = conn.execute(
+        """INSERT INTO forum.documents (source_id, external_id, version, content_hash, title, body, url, published_at,
+                                        sector, metadata, retracted, withdrawn, superseded)
+           SELECT s.source_id, s.external_id,
+                  coalesce((SELECT max(version) FROM forum.documents d
+                             WHERE d.source_id = s.source_id AND d.external_id = s.external_id), 0) + 1,
+                  s.content_hash, s.title, s.body, s.url, s.published_at, s.sector, s.metadata,
+                  s.retracted, s.withdrawn, s.superseded
+             FROM doc_stage s
+           RETURNING document_id, source_id, external_id"""
+    ).fetchall()
+    conn.execute("DROP TABLE doc_stage")
+    return {(r["source_id"], r["external_id"]): r["document_id"] for r in rows}
+
+
+def _insert_chunks(conn: psycopg.Connection, batch: PreparedBatch, source_ids: dict[str, int],
+                   document_ids: dict[tuple[int, str], int]) -> list[int]:
+    """COPY the chunks of newly inserted documents; returns, per chunk of the batch, its chunk_id
+    (or -1 where the document was not new)."""
+    keys: list[str] = []
+    with conn.cursor().copy(
+        "COPY forum.chunks (chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable) FROM STDIN"
+    ) as copy:
+        for doc in batch.documents:
+            r = doc.record
+            document_id = document_ids.get((source_ids[r.source.name], r.external_id))
+            searchable = not (r.retracted or r.withdrawn or r.superseded)
+            for prepared in doc.chunks:
+                keys.append(prepared.key)
+                if document_id is not None:
+                    c = prepared.chunk
+                    copy.write_row((prepared.key, document_id, c.ordinal, c.start, c.end, r.title, c.text, searchable))
+    rows = conn.execute(
+        "SELECT chunk_key, chunk_id FROM forum.chunks WHERE document_id = ANY(%s)", (list(document_ids.values()),)
+    ).fetchall()
+    ids = {row["chunk_key"]: row["chunk_id"] for row in rows}
+    return [ids.get(key, -1) for key in keys]
+
+
+def _insert_embeddings(conn: psycopg.Connection, batch: PreparedBatch, chunk_ids: list[int]) -> int:
+    model_id = conn.execute(
+        "SELECT forum.ensure_embedding_model(%s, %s, %s, %s) AS id",
+        (batch.embedder_name, batch.embedder_engine, batch.embedder_version, batch.dim),
+    ).fetchone()["id"]
+    written = 0
+    with conn.cursor().copy("COPY forum.embeddings (chunk_id, model_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "int4", "vector"])
+        for chunk_id, vector in zip(chunk_ids, batch.embeddings):
+            if chunk_id >= 0:
+                copy.write_row((chunk_id, model_id, vector))
+                written += 1
+    return written
+
+
+def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch, *, run_id: str | None = None) -> WriteResult:
+    """Write one validated batch atomically.
+
+    `records` is the whole batch (known content may change status or current version);
+    `prepared` holds the chunks and embeddings of the records whose content is new.
+    """
+    with db.transaction() as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_WRITE_LOCK,))
+        source_ids = _upsert_sources(conn, [r.source for r in records])
+        new_hashes = {d.record.content_hash for d in prepared.documents}
+        result = WriteResult(status_changes=_sync_status(conn, [r for r in records if r.content_hash not in new_hashes], source_ids))
+        if prepared.documents:
+            document_ids = _insert_documents(conn, prepared, source_ids)
+            chunk_ids = _insert_chunks(conn, prepared, source_ids, document_ids)
+            result.documents_added = len(document_ids)
+            result.chunks_added = sum(1 for c in chunk_ids if c >= 0)
+            result.embeddings_added = _insert_embeddings(conn, prepared, chunk_ids)
+        if result.documents_added or result.status_changes:
+            result.event_id = record_event(conn, "INGEST_BATCH", {
+                "documents_added": result.documents_added, "chunks_added": result.chunks_added,
+                "embeddings_added": result.embeddings_added, "status_changes": result.status_changes,
+                "embedder": prepared.embedder_name or None,
+                "sources": sorted({r.source.name for r in records}),
+                "origins": [records[0].metadata.get("origin"), records[-1].metadata.get("origin")],
+            }, run_id=run_id)
+    return result
+
+
+def register_embedder(db: Database, name: str, engine: str, version: str, dim: int) -> dict:
+    """Register the model (idempotent) and return its id, stored vector count and index state."""
+    with db.transaction() as conn:
+        model_id = conn.execute("SELECT forum.ensure_embedding_model(%s, %s, %s, %s) AS id",
+                                (name, engine, version, dim)).fetchone()["id"]
+        row = conn.execute(
+            """SELECT count(e.chunk_id) AS vectors,
+                      to_regclass('forum.' || forum.embedding_index_name(%s)) IS NOT NULL AS indexed
+                 FROM forum.embeddings e WHERE e.model_id = %s""",
+            (model_id, model_id),
+        ).fetchone()
+    return {"model_id": model_id, "vectors": row["vectors"], "indexed": row["indexed"]}
+
+
+def drop_embedding_index(db: Database, model_id: int) -> None:
+    with db.transaction() as conn:
+        conn.execute("SELECT forum.drop_embedding_index(%s)", (model_id,))
+
+
+def ensure_embedding_index(db: Database, model_id: int, *, maintenance_work_mem: str = "1GB") -> bool:
+    """Build the model's HNSW index if it is missing (PLATFORM: at the default 64 MB of
+    maintenance memory a 100k-vector build is several times slower)."""
+    with db.transaction() as conn:
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
+        return conn.execute("SELECT forum.ensure_embedding_index(%s) AS built", (model_id,)).fetchone()["built"]

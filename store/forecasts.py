@@ -1,0 +1,285 @@
+"""Repository for forecasts: series and vintages, forecasts and their bindings, versioned scores,
+live states. Bulk paths (observations, scores, due bindings) move data with COPY, never row loops."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psycopg
+from psycopg.types.json import Jsonb
+
+from atlas.forecasting.binding import BoundQuestion
+from atlas.forecasting.forecast import ForecastRecord
+from atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
+from atlas.series.connectors.base import FetchedVintage
+from atlas.series.connectors.file import FileConnector
+from atlas.series.parsing import Observation
+from atlas.series.registry import series_info
+from store.db import Database, record_event
+
+# ---------------------------------------------------------------- series and vintages
+
+
+def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage) -> tuple[int, bool]:
+    """Store a fetched vintage; the same content stored before is the same vintage.
+    Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry."""
+    info = series_info(fetched.series_id)
+    conn.execute(
+        """INSERT INTO forum.series (series_id, title, frequency, units, publisher, citation)
+           VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (series_id) DO NOTHING""",
+        (info.series_id, info.title, info.frequency, info.units, info.publisher, info.citation),
+    )
+    observations = fetched.series.observations
+    row = conn.execute(
+        """INSERT INTO forum.series_vintages
+             (series_id, label, fetched_at, connector, origin, content_hash, row_count, first_date, last_date)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (series_id, content_hash) DO NOTHING RETURNING vintage_id""",
+        (fetched.series_id, fetched.label, fetched.fetched_at, fetched.connector, fetched.origin,
+         fetched.content_hash, len(observations), observations[0].observation_date,
+         observations[-1].observation_date),
+    ).fetchone()
+    if row is None:
+        existing = conn.execute(
+            "SELECT vintage_id FROM forum.series_vintages WHERE series_id = %s AND content_hash = %s",
+            (fetched.series_id, fetched.content_hash),
+        ).fetchone()
+        return existing["vintage_id"], False
+    vintage_id = row["vintage_id"]
+    with conn.cursor().copy(
+        "COPY forum.series_observations (vintage_id, observation_date, value) FROM STDIN"
+    ) as copy:
+        for obs in observations:
+            copy.write_row((vintage_id, obs.observation_date, obs.value))
+    record_event(conn, "SERIES_VINTAGE_STORED", {
+        "vintage_id": vintage_id, "series_id": fetched.series_id, "label": fetched.label,
+        "content_hash": fetched.content_hash, "rows": len(observations), "origin": fetched.origin,
+        "missing": [d.isoformat() for d in fetched.series.missing_dates],
+    })
+    return vintage_id, True
+
+
+def list_vintages(conn: psycopg.Connection, series_id: str | None = None) -> list[dict[str, Any]]:
+    return conn.execute(
+        """SELECT v.vintage_id, v.series_id, v.label, v.fetched_at, v.connector, v.content_hash, v.row_count,
+                  v.first_date, v.last_date,
+                  (SELECT count(*) FROM forum.series_observations o
+                    WHERE o.vintage_id = v.vintage_id AND o.value IS NULL) AS missing
+             FROM forum.series_vintages v
+            WHERE %(s)s::text IS NULL OR v.series_id = %(s)s
+            ORDER BY v.series_id, v.fetched_at, v.vintage_id""",
+        {"s": series_id},
+    ).fetchall()
+
+
+def get_vintage(conn: psycopg.Connection, vintage_id: int) -> dict[str, Any] | None:
+    return conn.execute("SELECT * FROM forum.series_vintages WHERE vintage_id = %s", (vintage_id,)).fetchone()
+
+
+def latest_vintage(conn: psycopg.Connection, series_id: str, *, as_of: datetime | None = None) -> dict | None:
+    """The newest vintage of a series fetched no later than `as_of` (default: any time)."""
+    return conn.execute(
+        """SELECT * FROM forum.series_vintages
+            WHERE series_id = %s AND (%s::timestamptz IS NULL OR fetched_at <= %s::timestamptz)
+            ORDER BY fetched_at DESC, vintage_id DESC LIMIT 1""",
+        (series_id, as_of, as_of),
+    ).fetchone()
+
+
+def vintage_observations(conn: psycopg.Connection, vintage_id: int) -> list[Observation]:
+    rows = conn.execute(
+        "SELECT observation_date, value FROM forum.series_observations WHERE vintage_id = %s ORDER BY observation_date",
+        (vintage_id,),
+    ).fetchall()
+    return [Observation(r["observation_date"], r["value"]) for r in rows]
+
+
+def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageData:
+    observations = vintage_observations(conn, vintage["vintage_id"])
+    return VintageData(
+        vintage_id=vintage["vintage_id"], series_id=vintage["series_id"], label=vintage["label"],
+        dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
+        values=np.array([np.nan if o.value is None else o.value for o in observations], dtype=np.float64),
+    )
+
+
+def load_series_files(db: Database, paths: Sequence[Path | str], *, fetched_at: datetime | None = None,
+                      label: str | None = None) -> list[dict[str, Any]]:
+    """Parse every file first (a garbage row or an unknown series refuses the whole load), then store
+    them in one transaction; content stored before is recognised and not stored again."""
+    fetched = [FileConnector(p, label=label, fetched_at=fetched_at).read(Path(p)) for p in paths]
+    for vintage in fetched:
+        series_info(vintage.series_id)
+    results = []
+    with db.transaction() as conn:
+        for vintage in fetched:
+            vintage_id, created = store_vintage(conn, vintage)
+            results.append({"series_id": vintage.series_id, "label": vintage.label, "vintage_id": vintage_id,
+                            "created": created, "rows": len(vintage.series.observations),
+                            "missing": len(vintage.series.missing_dates), "content_hash": vintage.content_hash})
+    return results
+
+
+# ---------------------------------------------------------------- forecasts and bindings
+
+
+def insert_forecast(conn: psycopg.Connection, record: ForecastRecord, *, run_id: str | None = None,
+                    binding: BoundQuestion | None = None, issue_vintage_id: int | None = None) -> int:
+    """Publish a forecast; with `binding`, bind it at issue in the same transaction (lane only)."""
+    row = record.row()
+    forecast_id = conn.execute(
+        """INSERT INTO forum.forecasts (question, requested_via, issued_at, confidence_target, n_samples, seed,
+               base_rate, probability, ci_low, ci_high, ci_method, ci_basis, distribution, drivers, engine, flow_run_id)
+           VALUES (%(question)s, %(requested_via)s, %(issued_at)s, %(confidence_target)s, %(n_samples)s, %(seed)s,
+               %(base_rate)s, %(probability)s, %(ci_low)s, %(ci_high)s, %(ci_method)s, %(ci_basis)s,
+               %(distribution)s, %(drivers)s, %(engine)s, %(run_id)s)
+           RETURNING forecast_id""",
+        {**row, "distribution": Jsonb(row["distribution"]), "drivers": Jsonb(row["drivers"]),
+         "engine": Jsonb(row["engine"]), "run_id": run_id},
+    ).fetchone()["forecast_id"]
+    payload: dict[str, Any] = {"forecast_id": forecast_id, "requested_via": record.requested_via,
+                               "probability": record.result.probability, "seed": record.result.seed,
+                               "n_samples": record.result.n_samples}
+    if binding is not None:
+        conn.execute(
+            """INSERT INTO forum.forecast_bindings (forecast_id, question_key, series_id, comparator, threshold,
+                   reference_date, target_date, deadline, bound_at, issue_vintage_id)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+            (forecast_id, binding.key, binding.series_id, binding.comparator, binding.threshold,
+             binding.reference_date, binding.target_date, binding.deadline, record.issued_at, issue_vintage_id),
+        )
+        payload["binding"] = binding.as_dict()
+    record_event(conn, "FORECAST_BOUND" if binding is not None else "FORECAST_ISSUED", payload, run_id=run_id)
+    return forecast_id
+
+
+def binding_exists(conn: psycopg.Connection, key: str, target_date: date) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM forum.forecast_bindings WHERE question_key = %s AND target_date = %s", (key, target_date)
+    ).fetchone() is not None
+
+
+def get_forecast(conn: psycopg.Connection, forecast_id: int) -> dict[str, Any] | None:
+    return conn.execute(
+        """SELECT f.*, b.question_key, b.series_id, b.comparator, b.threshold, b.reference_date, b.target_date,
+                  b.deadline, b.bound_at
+             FROM forum.forecasts f LEFT JOIN forum.forecast_bindings b USING (forecast_id)
+            WHERE f.forecast_id = %s""",
+        (forecast_id,),
+    ).fetchone()
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def _copy_out(conn: psycopg.Connection, query: str, params: Sequence[Any] | dict[str, Any]) -> pd.DataFrame:
+    buffer = io.BytesIO()
+    with conn.cursor().copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv, HEADER)", params) as copy:
+        for block in copy:
+            buffer.write(block)
+    buffer.seek(0)
+    return pd.read_csv(buffer, keep_default_na=False, na_values=[""])
+
+
+def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: datetime | None = None,
+                 deadline_to: datetime | None = None, series_id: str | None = None) -> pd.DataFrame:
+    """Bound forecasts whose deadline has passed at `as_of`, optionally with deadline in [from, to)."""
+    frame = _copy_out(
+        conn,
+        """SELECT b.forecast_id, f.probability, b.series_id, b.comparator, b.threshold, b.reference_date,
+                  b.target_date
+             FROM forum.forecast_bindings b JOIN forum.forecasts f USING (forecast_id)
+            WHERE b.deadline <= %(as_of)s
+              AND (%(deadline_from)s::timestamptz IS NULL OR b.deadline >= %(deadline_from)s::timestamptz)
+              AND (%(deadline_to)s::timestamptz IS NULL OR b.deadline < %(deadline_to)s::timestamptz)
+              AND (%(series)s::text IS NULL OR b.series_id = %(series)s::text)
+            ORDER BY b.forecast_id""",
+        {"as_of": as_of, "deadline_from": deadline_from, "deadline_to": deadline_to, "series": series_id},
+    )
+    for column in ("comparator", "series_id"):
+        frame[column] = frame[column].astype(object)
+    return frame
+
+
+_COMPARED = ("status", "outcome", "probability", "brier", "target_date", "target_present", "target_value",
+             "reference_date", "reference_present", "reference_value", "reason")
+
+
+def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str | None = None) -> dict[str, int]:
+    """Append score rows. A row for a (forecast, scoring version, vintage) that already has one is not
+    written again; it must reproduce the stored row exactly, or the whole batch is refused (the rules
+    changed without a new scoring version). Returns counts: inserted, reproduced."""
+    if scores.empty:
+        return {"inserted": 0, "reproduced": 0}
+    columns = ", ".join(SCORE_ROW_COLUMNS)
+    conn.execute("DROP TABLE IF EXISTS pg_temp.score_batch")
+    conn.execute(f"CREATE TEMP TABLE score_batch ON COMMIT DROP AS SELECT {columns} FROM forum.forecast_scores "
+                 "WITH NO DATA")
+    text = scores[SCORE_ROW_COLUMNS].to_csv(index=False, header=False, date_format="%Y-%m-%d",
+                                            float_format="%.17g", na_rep="")
+    with conn.cursor().copy(f"COPY score_batch ({columns}) FROM STDIN WITH (FORMAT csv)") as copy:
+        copy.write(text.encode("utf-8"))
+    differs = " OR ".join(f"s.{c} IS DISTINCT FROM b.{c}" for c in _COMPARED)
+    mismatch = conn.execute(
+        f"""SELECT b.forecast_id, b.vintage_id, b.scoring_version FROM score_batch b
+              JOIN forum.forecast_scores s USING (forecast_id, scoring_version, vintage_id)
+             WHERE {differs} LIMIT 5"""
+    ).fetchall()
+    if mismatch:
+        raise ValueError(f"re-scoring did not reproduce stored scores for {mismatch}: the resolution or scoring rules "
+                         "changed without a new scoring version; nothing was written")
+    inserted = conn.execute(
+        f"""INSERT INTO forum.forecast_scores ({columns}, flow_run_id)
+            SELECT {columns}, %s FROM score_batch ORDER BY forecast_id
+            ON CONFLICT (forecast_id, scoring_version, vintage_id) DO NOTHING""",
+        (run_id,),
+    ).rowcount
+    counts = {"inserted": inserted, "reproduced": len(scores) - inserted}
+    record_event(conn, "FORECAST_SCORES_WRITTEN", {**counts, "vintages": sorted(int(v) for v in
+                                                   scores["vintage_id"].unique())}, run_id=run_id)
+    return counts
+
+
+def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
+    frame = _copy_out(
+        conn,
+        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason
+             FROM forum.current_scores WHERE scoring_version = %s ORDER BY forecast_id""",
+        (scoring_version,),
+    )
+    frame["outcome"] = frame["outcome"].astype("Int64")
+    return frame
+
+
+def scores_for(conn: psycopg.Connection, forecast_id: int) -> list[dict[str, Any]]:
+    return conn.execute(
+        """SELECT s.*, v.label AS vintage_label, v.fetched_at AS vintage_fetched_at, v.content_hash
+             FROM forum.forecast_scores s JOIN forum.series_vintages v USING (vintage_id)
+            WHERE s.forecast_id = %s ORDER BY v.fetched_at, s.score_id""",
+        (forecast_id,),
+    ).fetchall()
+
+
+def state_counts(conn: psycopg.Connection, scoring_version: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT state, count(*) AS n FROM forum.forecast_states(%s) GROUP BY state", (scoring_version,)
+    ).fetchall()
+    counts = {"unscoreable": 0, "pending": 0, "resolved": 0, "unresolvable": 0}
+    counts.update({r["state"]: r["n"] for r in rows})
+    return counts
+
+
+def forecast_state(conn: psycopg.Connection, forecast_id: int, scoring_version: str) -> str | None:
+    row = conn.execute("SELECT state FROM forum.forecast_states(%s) WHERE forecast_id = %s",
+                       (scoring_version, forecast_id)).fetchone()
+    return row["state"] if row else None
+
+
+def last_bound_at(conn: psycopg.Connection) -> datetime | None:
+    return conn.execute("SELECT max(bound_at) AS t FROM forum.forecast_bindings").fetchone()["t"]

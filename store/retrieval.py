@@ -1,0 +1,218 @@
+"""Retrieval's database side: exact BM25 (RET-1), dense HNSW search (RET-2), chunk texts, and
+`hybrid_search`, the one call that runs the whole pipeline (BM25 + dense → RRF → rerank).
+
+    from store.retrieval import hybrid_search
+    result = hybrid_search(db, "query", embedder, RetrievalOptions(top_k=10), reranker=None)
+    result.sources            # final passages, best first, each with its rank in every stage
+    result.as_dict()          # the full trace for an evidence snapshot
+
+BM25 scoring runs in SQL (`forum.bm25_search`, sql/010_bm25.sql). Planner settings for the dense
+query are set with SET LOCAL inside the query's own transaction, so a prepared statement cannot
+run with stale settings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from atlas.embeddings.base import Embedder
+from atlas.providers import ProviderError, ProviderOutcome
+from atlas.rerank.base import Reranker
+from atlas.rerank.none import NoReranker
+from atlas.retrieval import stages
+from atlas.retrieval.context import cap_context
+from atlas.retrieval.model import (
+    BM25_ENGINE,
+    BM25_VERSION,
+    DENSE_ENGINE,
+    Candidate,
+    ChunkText,
+    RetrievalOptions,
+    RetrievalResult,
+    StageResult,
+)
+from atlas.retrieval.query import QueryError, check_options, clean_query
+from store.db import Database
+
+# pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
+# an exact scan of the filtered rows (few, by then), so selective filters still return a full top-k.
+MAX_SCAN_TUPLES = 20_000
+
+
+def _filter_params(options: RetrievalOptions) -> tuple[list[str] | None, Any, Any]:
+    return (list(options.sectors) if options.sectors is not None else None,
+            options.published_after, options.published_before)
+
+
+def bm25(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> StageResult:
+    sectors, after, before = _filter_params(options)
+    start = time.perf_counter()
+    rows = conn.execute(
+        """SELECT chunk_id, score, rank
+             FROM forum.bm25_search(%s, %s, %s::text[], %s::timestamptz, %s::timestamptz, %s, %s, %s)""",
+        (query, options.bm25_k, sectors, after, before, options.k1, options.b, options.epsilon),
+    ).fetchall()
+    outcome = ProviderOutcome(provider=BM25_ENGINE, stage="bm25", latency_ms=(time.perf_counter() - start) * 1000)
+    stage = StageResult(
+        stage="bm25", engine=BM25_ENGINE, version=BM25_VERSION,
+        parameters={"k": options.bm25_k, "k1": options.k1, "b": options.b, "epsilon": options.epsilon,
+                    "analyzer": "forum.analyze (english)", **options.filters()},
+        candidates=[Candidate(r["chunk_id"], r["rank"], r["score"]) for r in rows], outcome=outcome)
+    if not rows:
+        terms = conn.execute("SELECT count(*) AS n FROM forum.bm25_query_terms(%s)", (query,)).fetchone()["n"]
+        stage.note = ("the query has no searchable words (only stop words or punctuation)" if terms == 0
+                      else "no searchable chunk contains a query term" + (" within the filters" if options.filtered else ""))
+    return stage
+
+
+def embedding_model(conn: psycopg.Connection, embedder: Embedder) -> dict[str, Any] | None:
+    return conn.execute("SELECT model_id, dim FROM forum.embedding_models WHERE name = %s",
+                        (embedder.name,)).fetchone()
+
+
+def _dense_rows(conn: psycopg.Connection, model: dict[str, Any], vector: np.ndarray, options: RetrievalOptions,
+                *, exact: bool, limit: int) -> list[dict[str, Any]]:
+    dim = sql.Literal(int(model["dim"]))
+    distance = sql.SQL("e.embedding::vector({dim}) <=> %(q)s::vector({dim})").format(dim=dim)
+    query = sql.SQL(
+        """SELECT e.chunk_id, 1 - ({distance}) AS similarity
+             FROM forum.embeddings e
+             JOIN forum.chunks c ON c.chunk_id = e.chunk_id
+             JOIN forum.documents d ON d.document_id = c.document_id
+            WHERE e.model_id = %(model)s AND c.searchable
+              AND (%(sectors)s::text[] IS NULL OR d.sector = ANY (%(sectors)s::text[]))
+              AND (%(after)s::timestamptz IS NULL OR d.published_at >= %(after)s::timestamptz)
+              AND (%(before)s::timestamptz IS NULL OR d.published_at < %(before)s::timestamptz)
+            ORDER BY {distance}
+            LIMIT %(limit)s""").format(distance=distance)
+    sectors, after, before = _filter_params(options)
+    # A top-level transaction, so the SET LOCALs end with this query (inside a savepoint they would
+    # outlive it). Reads only: committing the caller's read transaction first is harmless.
+    conn.commit()
+    with conn.transaction():
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+        else:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(options.ef_search),))
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            conn.execute("SELECT set_config('hnsw.max_scan_tuples', %s, true)", (str(MAX_SCAN_TUPLES),))
+        return conn.execute(query, {"q": vector, "model": model["model_id"], "sectors": sectors,
+                                    "after": after, "before": before, "limit": limit}).fetchall()
+
+
+def dense(conn: psycopg.Connection, embedder: Embedder, query: str, options: RetrievalOptions, *,
+          exact: bool = False) -> StageResult:
+    """Top `dense_k` chunks by cosine similarity (HNSW), then those at or above the threshold."""
+    parameters = {"k": options.dense_k, "threshold": options.dense_threshold, "ef_search": options.ef_search,
+                  "iterative_scan": "strict_order", "max_scan_tuples": MAX_SCAN_TUPLES, "exact": exact,
+                  "embedder": embedder.name, **options.filters()}
+    stage = StageResult(stage="dense", engine=DENSE_ENGINE, version=f"{embedder.engine} {embedder.version}",
+                        parameters=parameters)
+    start = time.perf_counter()
+    model = embedding_model(conn, embedder)
+    if model is None:
+        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
+        stage.note = f"no chunk has an embedding from {embedder.name}: ingest with this embedder first"
+        return stage
+    if int(model["dim"]) != embedder.dim:
+        raise QueryError(f"{embedder.name} makes {embedder.dim}-d vectors but the stored ones have {model['dim']}")
+    try:
+        vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
+    except ProviderError as exc:
+        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense", kind=exc.kind, detail=exc.detail,
+                                        attempts=exc.attempts, latency_ms=(time.perf_counter() - start) * 1000)
+        stage.note = f"query embedding failed ({exc.kind}); dense search skipped"
+        return stage
+    if not np.linalg.norm(vector):
+        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
+        stage.note = "the query embeds to a zero vector (no word the embedder knows)"
+        return stage
+    rows = _dense_rows(conn, model, vector, options, exact=exact, limit=options.dense_k)
+    if len(rows) < options.dense_k and options.filtered and not exact:
+        # The iterative scan gave up before finding k rows that pass the filters: the filtered set is
+        # small, so an exact scan over it is cheap and complete.
+        rows = _dense_rows(conn, model, vector, options, exact=True, limit=options.dense_k)
+        parameters["exact_fallback"] = True
+    kept = [r for r in rows if r["similarity"] >= options.dense_threshold]
+    stage.candidates = [Candidate(r["chunk_id"], i, float(r["similarity"])) for i, r in enumerate(kept, start=1)]
+    stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense",
+                                    latency_ms=(time.perf_counter() - start) * 1000)
+    if not kept:
+        stage.note = (f"no chunk reaches cosine similarity {options.dense_threshold}" if rows
+                      else "no embedded chunk" + (" within the filters" if options.filtered else ""))
+    return stage
+
+
+def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int, ChunkText]:
+    rows = conn.execute(
+        """SELECT c.chunk_id, c.document_id, c.heading, c.body, d.url, d.sector, d.published_at,
+                  s.name AS source_name, d.version
+             FROM forum.chunks c JOIN forum.documents d USING (document_id) JOIN forum.sources s USING (source_id)
+            WHERE c.chunk_id = ANY (%s) AND c.searchable""",
+        (list(chunk_ids),),
+    ).fetchall()
+    return {r["chunk_id"]: ChunkText(r["chunk_id"], r["document_id"], r["heading"], r["body"], r["url"],
+                                     r["sector"], r["published_at"], r["source_name"], r["version"]) for r in rows}
+
+
+def known_sectors(conn: psycopg.Connection) -> list[str]:
+    return [r["sector"] for r in conn.execute(
+        "SELECT DISTINCT sector FROM forum.documents WHERE is_current ORDER BY sector").fetchall()]
+
+
+def prepare_request(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> tuple[str, RetrievalOptions, str]:
+    """(clean query, checked options, reason it can match nothing or ""). Raises QueryError."""
+    text = clean_query(query)
+    sectors = known_sectors(conn) if options.sectors is not None else []
+    checked, empty_reason = check_options(options, sectors)
+    return text, checked, empty_reason
+
+
+def rerank_texts(chunks: dict[int, ChunkText], options: RetrievalOptions) -> dict[int, str]:
+    """What a reranker reads per candidate: title and passage, within the context budget."""
+    out = {}
+    for chunk_id, chunk in chunks.items():
+        body, _ = cap_context(chunk.body, options.max_context_chars)
+        out[chunk_id] = f"{chunk.title}\n{body}" if chunk.title else body
+    return out
+
+
+def hybrid_search(db: Database, query: str, embedder: Embedder, options: RetrievalOptions = RetrievalOptions(),
+                  reranker: Reranker | None = None) -> RetrievalResult:
+    """BM25 + dense → RRF → rerank → top_k sources, with the full per-stage trace.
+
+    Raises `QueryError` for unusable input (empty or oversized query, unknown sector, bad
+    parameters). A request that can match nothing (e.g. a recency window in the future) returns an
+    empty result whose `explanation` says why.
+    """
+    reranker = reranker or NoReranker()
+    timings: dict[str, float] = {}
+    with db.connection() as conn:
+        text, options, empty_reason = prepare_request(conn, query, options)
+        if empty_reason:
+            return RetrievalResult(query=text, options=options, stages=[], sources=[], explanation=empty_reason)
+        t0 = time.perf_counter()
+        lexical = bm25(conn, text, options)
+        t1 = time.perf_counter()
+        semantic = dense(conn, embedder, text, options)
+        t2 = time.perf_counter()
+        fused = stages.fuse(lexical, semantic, options)
+        pool_ids = [c.chunk_id for c in fused.candidates[:options.rerank_candidates]]
+        chunks = chunk_texts(conn, pool_ids)
+        conn.commit()
+    t3 = time.perf_counter()
+    reranked = stages.rerank(reranker, text, fused, rerank_texts(chunks, options), options)
+    t4 = time.perf_counter()
+    all_stages = [lexical, semantic, fused, reranked]
+    sources = stages.assemble_sources(all_stages, reranked, chunks, options)
+    timings.update(bm25=(t1 - t0) * 1000, dense=(t2 - t1) * 1000, fusion_and_fetch=(t3 - t2) * 1000,
+                   rerank=(t4 - t3) * 1000, total=(t4 - t0) * 1000)
+    return RetrievalResult(query=text, options=options, stages=all_stages, sources=sources,
+                           explanation="" if sources else stages.explain_empty(all_stages), latency_ms=timings)

@@ -1,0 +1,128 @@
+"""Set-based resolution and scoring of bound forecasts into PostgreSQL, and the Accuracy report.
+
+Plain functions (no Prefect), so the CLI, the benchmark and the flows all run the same code:
+COPY the due bindings out, resolve and score them as arrays (atlas.scoring), COPY the score rows
+back, check the score table with great-expectations inside the same transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import psycopg
+
+from atlas.scoring import SCORING_VERSION
+from atlas.scoring.batch import VintageData, score_bindings
+from atlas.scoring.metrics import accuracy_metrics
+from atlas.scoring.quality import QualityReport, ScoreQualityError, validate_current_scores
+from atlas.scoring.report import AccuracyReport
+from store import forecasts as repo
+
+Mode = Literal["nightly", "backfill"]
+
+
+@dataclass
+class ScoringRun:
+    mode: Mode
+    as_of: datetime
+    due: int = 0
+    scored: int = 0
+    inserted: int = 0
+    reproduced: int = 0
+    resolved: int = 0
+    unresolvable: int = 0
+    no_vintage: int = 0
+    vintages: dict[str, int] = field(default_factory=dict)  # series -> vintage_id used
+    quality: QualityReport | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "quality"}
+        data["as_of"] = self.as_of.isoformat()
+        data["quality_checks"] = self.quality.checks if self.quality else []
+        return data
+
+
+class ScoringInputError(ValueError):
+    """A scoring request that cannot be honoured as given; nothing is written."""
+
+
+def _vintages_for(conn: psycopg.Connection, series_ids: list[str], as_of: datetime,
+                  vintage_id: int | None) -> dict[str, VintageData]:
+    if vintage_id is not None:
+        chosen = repo.get_vintage(conn, vintage_id)
+        if chosen is None:
+            raise ScoringInputError(f"vintage {vintage_id} does not exist")
+        return {chosen["series_id"]: repo.vintage_data(conn, chosen)}
+    found = {}
+    for series_id in series_ids:
+        vintage = repo.latest_vintage(conn, series_id, as_of=as_of)
+        if vintage is not None:
+            found[series_id] = repo.vintage_data(conn, vintage)
+    return found
+
+
+def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None = None,
+                vintage_id: int | None = None, series_id: str | None = None,
+                deadline_from: datetime | None = None, deadline_to: datetime | None = None,
+                scoring_version: str = SCORING_VERSION, run_id: str | None = None,
+                validate: bool = True) -> ScoringRun:
+    """Resolve and score bound forecasts past their deadline at `as_of`, in the caller's transaction.
+
+    nightly: forecasts with no current score, or whose current score is unresolvable, are scored on
+             the newest vintage of their series fetched by `as_of`; a resolved forecast is not
+             re-resolved by the nightly run (its score would silently change with revisions).
+    backfill: every forecast with a deadline in [deadline_from, deadline_to) is scored on the chosen
+             vintage (or the newest by `as_of`): a vintage not used before adds a new score row and
+             keeps the old; one used before must reproduce the stored row exactly.
+    """
+    as_of = as_of or datetime.now(timezone.utc)
+    if as_of.tzinfo is None:
+        raise ScoringInputError("as_of must carry a timezone")
+    if deadline_from and deadline_to and deadline_to <= deadline_from:
+        raise ScoringInputError(f"empty range: {deadline_from.isoformat()} .. {deadline_to.isoformat()}")
+    run = ScoringRun(mode=mode, as_of=as_of)
+    due = repo.due_bindings(conn, as_of=as_of, deadline_from=deadline_from, deadline_to=deadline_to,
+                            series_id=series_id)
+    if mode == "nightly":
+        current = repo.current_scores(conn, scoring_version)
+        settled = set(current.loc[current["status"] == "resolved", "forecast_id"])
+        due = due[~due["forecast_id"].isin(settled)]
+    run.due = len(due)
+    vintages = _vintages_for(conn, sorted(due["series_id"].unique()), as_of, vintage_id)
+    if vintage_id is not None:
+        due = due[due["series_id"].isin(list(vintages))]
+        run.due = len(due)
+    scores = score_bindings(due, vintages, scoring_version)
+    run.vintages = {s: v.vintage_id for s, v in vintages.items()}
+    run.scored = len(scores)
+    run.no_vintage = run.due - run.scored
+    run.resolved = int((scores["status"] == "resolved").sum()) if len(scores) else 0
+    run.unresolvable = run.scored - run.resolved
+    counts = repo.write_scores(conn, scores, run_id=run_id)
+    run.inserted, run.reproduced = counts["inserted"], counts["reproduced"]
+    if validate and run.inserted:
+        run.quality = validate_current_scores(repo.current_scores(conn, scoring_version))
+        if not run.quality.success:
+            raise ScoreQualityError(run.quality)  # the caller's transaction rolls back: nothing written
+    return run
+
+
+def accuracy_report(conn: psycopg.Connection, *, scoring_version: str = SCORING_VERSION,
+                    fixed_base_rate: float = 0.5, now: datetime | None = None) -> AccuracyReport:
+    counts = repo.state_counts(conn, scoring_version)
+    current = repo.current_scores(conn, scoring_version)
+    resolved = current[current["status"] == "resolved"]
+    metrics = None
+    notes = []
+    if len(resolved):
+        metrics = accuracy_metrics(resolved["probability"].to_numpy(), resolved["outcome"].to_numpy(dtype=float),
+                                   fixed_base_rate=fixed_base_rate)
+    else:
+        notes.append("no bound forecast has resolved yet: Brier and skill are not defined")
+    last = repo.last_bound_at(conn)
+    if last is None:
+        notes.append("no forecast has ever been bound: the binding lane has not issued anything")
+    return AccuracyReport(scoring_version=scoring_version, generated_at=now or datetime.now(timezone.utc),
+                          counts=counts, last_bound_at=last, metrics=metrics, notes=notes)

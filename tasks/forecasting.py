@@ -1,0 +1,126 @@
+"""Forecast tasks: drivers, evidence per driver, Monte-Carlo, publish; and the lane's binding step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from prefect import task
+
+from atlas.config import Settings
+from atlas.forecasting.binding import BindingError
+from atlas.forecasting.drivers import RULE_VERSION, series_drivers
+from atlas.forecasting.evidence import EvidenceSearch, attach_evidence
+from atlas.forecasting.forecast import ForecastRecord, make_forecast
+from atlas.forecasting.lane import LaneQuestion, bind_question, series_frequency
+from atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
+from atlas.llm import make_driver_engine
+from atlas.series.parsing import Observation
+from store import forecasts as repo
+from store.db import Database
+from tasks.resources import database
+
+EVIDENCE_PER_DRIVER = 3
+
+
+def evidence_search(settings: Settings) -> tuple[EvidenceSearch | None, str]:
+    """The hybrid-retrieval function used for driver evidence, or None with the reason it is absent."""
+    try:
+        from tasks.retrieval import search_passages  # the retrieval lane's plain function
+    except ImportError as exc:
+        return None, f"hybrid retrieval unavailable ({exc})"
+    return (lambda query, limit: search_passages(settings, query, top_k=limit)), "hybrid retrieval"
+
+
+def _with_evidence(settings: Settings, drivers: Sequence[Driver]) -> tuple[list[Driver], str]:
+    search, note = evidence_search(settings)
+    if search is None:
+        return list(drivers), note
+    return attach_evidence(drivers, search, per_driver=EVIDENCE_PER_DRIVER), note
+
+
+@task(name="propose-drivers")
+def propose_drivers(settings: Settings, question: str, base_rate: float,
+                    supplied: Sequence[Driver] | None) -> tuple[list[Driver], dict[str, Any]]:
+    """Drivers supplied in the request win; otherwise the configured engine decomposes the question."""
+    if supplied:
+        return list(supplied), {"drivers": "supplied in the request"}
+    engine = make_driver_engine(settings.llm, **({"model": settings.llm_model} if settings.llm == "openai" else {}))
+    return engine.propose_drivers(question, base_rate=base_rate), {"drivers": f"{engine.name} {engine.version}"}
+
+
+@task(name="driver-evidence")
+def driver_evidence(settings: Settings, drivers: Sequence[Driver]) -> tuple[list[Driver], str]:
+    return _with_evidence(settings, drivers)
+
+
+@task(name="monte-carlo")
+def run_monte_carlo(question: str, *, base_rate: float, drivers: Sequence[Driver], confidence_target: float,
+                    issued_at: datetime, requested_via: str, engine: dict, seed: int | None) -> ForecastRecord:
+    return make_forecast(question, base_rate=base_rate, drivers=drivers, confidence_target=confidence_target,
+                         issued_at=issued_at, requested_via=requested_via, engine=engine, seed=seed)
+
+
+@task(name="publish-forecast")
+def publish_forecast(settings: Settings, record: ForecastRecord, run_id: str | None) -> int:
+    """A direct (API/CLI) forecast: published, never bound, so it stays unscoreable (FC-4, FC-6)."""
+    with database(settings).transaction() as conn:
+        return repo.insert_forecast(conn, record, run_id=run_id)
+
+
+def visible_at_issue(conn: psycopg.Connection, spec: LaneQuestion, issued_at: datetime
+                     ) -> tuple[dict[str, Any], list[Observation]]:
+    """The newest vintage of the question's series fetched by the issue time, and its observations."""
+    series_frequency(spec)
+    vintage = repo.latest_vintage(conn, spec.series_id, as_of=issued_at)
+    if vintage is None:
+        raise BindingError(f"question {spec.key!r}: no vintage of {spec.series_id} fetched by "
+                           f"{issued_at.isoformat()}; load one with `atlas series load`")
+    return vintage, repo.vintage_observations(conn, vintage["vintage_id"])
+
+
+def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
+                         run_id: str | None, seed: int | None = None) -> dict[str, Any]:
+    """Construct one lane forecast from the vintage visible at issue and bind it in the same
+    transaction. Already bound (same key and target) → skipped, so re-running the lane adds nothing."""
+    with db.transaction() as conn:
+        vintage, observations = visible_at_issue(conn, spec, issued_at)
+        question = bind_question(spec, observations, issued_at)
+        if repo.binding_exists(conn, question.key, question.target_date):
+            return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
+        base_rate, drivers = series_drivers(observations, question)
+        drivers, evidence_note = _with_evidence(db.settings, drivers)
+        record = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
+                               confidence_target=spec.confidence_target, issued_at=issued_at, requested_via="lane",
+                               seed=seed, engine={"drivers": RULE_VERSION, "evidence": evidence_note,
+                                                  "issue_vintage": vintage["label"]})
+        forecast_id = repo.insert_forecast(conn, record, run_id=run_id, binding=question,
+                                           issue_vintage_id=vintage["vintage_id"])
+    return {"key": spec.key, "status": "bound", "forecast_id": forecast_id, "question": question.text,
+            "probability": record.result.probability, "deadline": question.deadline.isoformat(),
+            "issue_vintage": vintage["label"]}
+
+
+@task(name="check-lane-questions")
+def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], issued_at: datetime) -> None:
+    """Every question against the data visible at issue, before anything is bound: one bad question
+    fails the run with nothing written, and the error lists them all."""
+    problems = []
+    with database(settings).connection() as conn:
+        for spec in questions:
+            try:
+                check_confidence_target(spec.confidence_target)
+                _, visible = visible_at_issue(conn, spec, issued_at)
+                bind_question(spec, visible, issued_at)
+            except (BindingError, ForecastInputError) as exc:
+                problems.append(str(exc))
+    if problems:
+        raise BindingError("the lane bound nothing: " + "; ".join(problems))
+
+
+@task(name="bind-question")
+def bind_lane_question(settings: Settings, spec: LaneQuestion, issued_at: datetime, run_id: str | None
+                       ) -> dict[str, Any]:
+    return issue_bound_forecast(database(settings), spec, issued_at, run_id)

@@ -1,0 +1,86 @@
+"""Ingestion tasks: load → validate → chunk → embed → write, plus the HNSW index around a load.
+
+Each batch task takes and returns the same `BatchInFlight`, filling in its next stage.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from atlas import ingestion
+from atlas.chunking import ChunkingOptions
+from atlas.config import Settings
+from atlas.ingestion import BatchInFlight
+from atlas.records import SourceInfo, load_rows, to_records
+from atlas.validation import BatchValidationError, validate_rows
+from store import documents
+from tasks.resources import database, embedder
+
+# Batches are large, short-lived values: never hash or persist them.
+ingest_task = task(cache_policy=NO_CACHE, persist_result=False)
+
+
+@ingest_task
+def load_batch(batch: BatchInFlight, source: SourceInfo | None) -> BatchInFlight:
+    batch.rows = load_rows(batch.raw, source)
+    return batch
+
+
+@ingest_task
+def validate_batch(batch: BatchInFlight) -> BatchInFlight:
+    report = validate_rows(batch.rows)
+    if not report.success:
+        create_markdown_artifact(key="ingest-validation-failure", markdown=report.as_markdown(),
+                                 description=f"batch {batch.number}: rows that failed validation; nothing was written")
+        raise BatchValidationError(report)
+    batch.records = to_records(batch.rows)
+    return batch
+
+
+@ingest_task
+def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
+    """Content already stored is not chunked or embedded again."""
+    known = documents.known_versions(database(settings), batch.records)
+    batch.new_records = [r for r in batch.records if (r.source.name, r.external_id, r.content_hash) not in known]
+    return batch
+
+
+@ingest_task
+def chunk_batch(batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
+    batch.prepared = ingestion.plan_chunks(batch.new_records, options)
+    return batch
+
+
+@ingest_task
+def embed_batch(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
+    batch.prepared = ingestion.embed_chunks(batch.prepared, embedder(settings))
+    return batch
+
+
+@task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2)
+def write_batch(settings: Settings, batch: BatchInFlight, run_id: str | None) -> documents.WriteResult:
+    # Safe to retry: a batch commits whole or not at all, and stored content is skipped.
+    return documents.write_batch(database(settings), batch.records, batch.prepared, run_id=run_id)
+
+
+@ingest_task
+def begin_load(settings: Settings, input_bytes: int, index_mode: str) -> dict:
+    """Register the embedder; for a bulk load, drop its HNSW index so it is built once at the end."""
+    model = embedder(settings)
+    state = documents.register_embedder(database(settings), model.name, model.engine, model.version, model.dim)
+    # ~1 chunk per kB of input: rebuild when the load is at least as large as what is stored.
+    bulk = index_mode == "rebuild" or (index_mode == "auto" and input_bytes // 1000 >= state["vectors"])
+    if bulk and state["indexed"]:
+        documents.drop_embedding_index(database(settings), state["model_id"])
+    return {**state, "bulk": bulk, "embedder": model.name, "engine": model.engine, "version": model.version}
+
+
+@ingest_task
+def build_index(settings: Settings, model_id: int) -> float:
+    start = time.perf_counter()
+    documents.ensure_embedding_index(database(settings), model_id)
+    return time.perf_counter() - start

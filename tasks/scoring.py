@@ -1,0 +1,54 @@
+"""Scoring tasks: load series vintages, resolve + score (nightly or backfill), the Accuracy report."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+
+from atlas.config import Settings
+from atlas.scoring.report import AccuracyReport
+from atlas.series.connectors import make_connector
+from store import forecasts as repo
+from store import scores
+from tasks.resources import database
+
+
+@task(name="fetch-series", retries=0)
+def fetch_series(settings: Settings, series_ids: list[str], connector: str, options: dict[str, Any]
+                 ) -> list[dict[str, Any]]:
+    source = make_connector(connector, **options)
+    fetched = [source.fetch(series_id) for series_id in series_ids]
+    with database(settings).transaction() as conn:
+        return [{"series_id": v.series_id, "vintage_id": repo.store_vintage(conn, v)[0], "label": v.label}
+                for v in fetched]
+
+
+@task(name="resolve-and-score")
+def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage_id: int | None = None,
+                      series_id: str | None = None, deadline_from: datetime | None = None,
+                      deadline_to: datetime | None = None, run_id: str | None = None) -> scores.ScoringRun:
+    with database(settings).transaction() as conn:
+        return scores.run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
+                                  deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id)
+
+
+@task(name="accuracy-report")
+def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir: str | None
+                          ) -> tuple[AccuracyReport, dict[str, str]]:
+    with database(settings).connection() as conn:
+        report = scores.accuracy_report(conn, fixed_base_rate=fixed_base_rate)
+    files = {k: str(v) for k, v in report.write(Path(out_dir)).items()} if out_dir else {}
+    return report, files
+
+
+def publish_report_artifacts(report: AccuracyReport, key_prefix: str = "accuracy") -> None:
+    """Table + markdown artifacts in the Prefect UI (FC-8)."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    create_table_artifact(key=f"{key_prefix}-table", table=[{"measure": k.strip(), "value": v} for k, v in report.rows()],
+                          description="Accuracy: live state counts, last bound forecast, Brier and skill")
+    create_markdown_artifact(key=f"{key_prefix}-report", markdown=report.markdown(),
+                             description="Accuracy report with the Murphy decomposition by bin")

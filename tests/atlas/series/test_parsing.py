@@ -1,0 +1,61 @@
+"""FRED CSV parsing on the real downloads, both formats, and refusal of garbage."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pytest
+
+from atlas.series.connectors import FileConnector
+from atlas.series.parsing import SeriesFormatError, parse_fred_csv
+from atlas.series.registry import UnknownSeriesError, series_info
+
+
+def test_new_format_keeps_the_never_published_month_as_missing(shared_data):
+    vintage = FileConnector(shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv").fetch("UNRATE")
+    parsed = vintage.series
+    assert parsed.file_format == "new" and parsed.series_id == "UNRATE"
+    assert len(parsed.observations) == 194
+    assert parsed.missing_dates == [date(2025, 10, 1)]
+    by_date = {o.observation_date: o.value for o in parsed.observations}
+    assert by_date[date(2025, 9, 1)] == 4.4 and by_date[date(2025, 11, 1)] == 4.5
+    assert vintage.label == "2026-03" and vintage.fetched_at == datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+
+def test_old_format_dot_is_missing(shared_data):
+    parsed = FileConnector(shared_data / "series" / "DGS10__fred_daily_1962-2021_oldformat.csv").fetch("DGS10").series
+    assert parsed.file_format == "old"
+    assert len(parsed.missing_dates) == 659  # holidays: '.' in the old export
+    assert parsed.observations[-2] .value is None and parsed.observations[-2].observation_date == date(2021, 1, 1)
+
+
+def test_same_observations_hash_the_same_across_formats():
+    new = parse_fred_csv("observation_date,UNRATE\n2025-01-01,4.0\n2025-02-01,\n")
+    old = parse_fred_csv("DATE,UNRATE\n2025-01-01,4.0\n2025-02-01,.\n")
+    assert new.content_hash == old.content_hash
+    assert new.content_hash != parse_fred_csv("DATE,UNRATE\n2025-01-01,4.1\n2025-02-01,.\n").content_hash
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("2025-01-01,4.0\n2025-02-01,abc\n", "line 3: 'abc' is neither a number"),
+    ("2025-01-01,4.0\n2025/02/01,4.1\n", "is not a YYYY-MM-DD date"),
+    ("2025-01-01,4.0\n2025-02-01,4.1,9\n", "expected 2 fields"),
+    ("2025-02-01,4.0\n2025-01-01,4.1\n", "is not after the previous row"),
+    ("2025-01-01,4.0\n2025-01-01,4.1\n", "is not after the previous row"),
+    ("2025-01-01,nan\n", "neither a number nor a missing marker"),
+    ("2025-01-01,inf\n", "neither a number nor a missing marker"),
+])
+def test_garbage_rows_are_refused_with_line_numbers(body, problem):
+    with pytest.raises(SeriesFormatError, match="nothing was stored") as info:
+        parse_fred_csv("observation_date,UNRATE\n" + body, source="bad.csv")
+    assert problem in str(info.value)
+
+
+def test_wrong_header_is_refused(shared_data):
+    with pytest.raises(SeriesFormatError, match="header"):
+        parse_fred_csv((shared_data / "series" / "statsmodels_macrodata_1959Q1-2009Q3.csv").read_text())
+
+
+def test_unknown_series_id():
+    with pytest.raises(UnknownSeriesError, match="unknown series id 'NOPE'.*CPIAUCSL"):
+        series_info("NOPE")

@@ -1,0 +1,88 @@
+import json
+
+import pytest
+
+from atlas.records import InputError, SourceInfo, detect_format, iter_raw, load_rows, to_records
+
+SOURCE = SourceInfo(name="Team notes", importance=3, quality_score=4, licence="CC-BY-4.0", sector="policy")
+
+
+def _rows(path, fmt, source=None, batch_size=100):
+    return [row for batch in iter_raw(path, fmt, batch_size=batch_size) for row in load_rows(batch, source)]
+
+
+def test_jsonl_rows_carry_their_source_and_origin(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({
+        "id": "a1", "title": "T", "text": "Body.", "url": "https://example.org/a1", "published_at": "2024-05-01",
+        "sector": "energy", "source": {"name": "Gazette", "importance": 5, "quality_score": 4, "licence": "OGL-3.0"},
+    }) + "\n\n")
+    [row] = _rows(path, "jsonl")
+    assert row["origin"] == "in.jsonl:1" and row["source_importance"] == 5 and row["sector"] == "energy"
+    [record] = to_records([row])
+    assert record.source == SourceInfo("Gazette", 5, 4, "OGL-3.0", None, "energy")
+    assert record.published_at.isoformat() == "2024-05-01T00:00:00+00:00"
+
+
+def test_beir_corpus_reads_as_is(shared_data):
+    corpus = shared_data / "scifact" / "beir" / "corpus.jsonl"
+    assert detect_format(corpus) == "beir"
+    batches = list(iter_raw(corpus, "beir", batch_size=2000))
+    assert [len(b.items) for b in batches] == [2000, 2000, 1183]
+    assert batches[-1].bytes_read == batches[-1].bytes_total == corpus.stat().st_size
+    row = load_rows(batches[0])[0]
+    assert row["external_id"] == "4983" and row["source_licence"].startswith("ODC-By-1.0")
+
+
+def test_folder_of_markdown_takes_titles_from_headings(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.md").write_text("# Grid outlook\n\nDemand rose.", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("Plain note.", encoding="utf-8")
+    (tmp_path / "skip.bin").write_bytes(b"\x00\x01")
+    rows = _rows(tmp_path, "folder", SOURCE)
+    assert [(r["external_id"], r["title"]) for r in rows] == [("a.txt", "a"), ("sub/b.md", "Grid outlook")]
+    assert detect_format(tmp_path) == "folder"
+
+
+def test_invalid_utf8_is_rejected_with_file_and_offset(tmp_path):
+    (tmp_path / "good.md").write_text("fine", encoding="utf-8")
+    (tmp_path / "latin1.md").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin1\.md: not valid UTF-8 \(byte 0xe9 at offset 3\)"):
+        _rows(tmp_path, "folder", SOURCE)
+
+
+def test_binary_file_is_rejected(tmp_path):
+    (tmp_path / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(InputError, match=r"image\.txt: binary content \(NUL byte at offset 8\)"):
+        _rows(tmp_path, "folder", SOURCE)
+
+
+def test_invalid_utf8_and_bad_json_lines_name_the_line(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"id": "1", "text": "ok"}\n{"id": "2", "text": "\xff"}\n')
+    with pytest.raises(InputError, match=r"in\.jsonl:2: not valid UTF-8"):
+        _rows(path, "jsonl")
+    path.write_text('{"id": "1", "text": "ok"}\n{"id": 2,\n')
+    with pytest.raises(InputError, match=r"in\.jsonl:2: not valid JSON"):
+        _rows(path, "jsonl")
+    path.write_text('["not", "an", "object"]\n')
+    with pytest.raises(InputError, match="JSON object"):
+        _rows(path, "jsonl")
+
+
+def test_missing_input_and_folder_without_source(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        list(iter_raw(tmp_path / "nope.jsonl", "jsonl"))
+    (tmp_path / "a.md").write_text("x")
+    with pytest.raises(InputError, match="needs a source"):
+        _rows(tmp_path, "folder")
+
+
+def test_content_hash_covers_title_and_text_only():
+    [a, b, c] = to_records([
+        {"origin": "x:1", "external_id": "1", "title": "T", "text": "body", "url": None, "published_at": None,
+         "sector": "s", "source_name": "S", "source_importance": 1, "source_quality": 1, "source_licence": "L",
+         "source_url": None, "retracted": False, "withdrawn": False, "superseded": False, **extra}
+        for extra in ({}, {"url": "https://x.org", "retracted": True}, {"text": "body!"})
+    ])
+    assert a.content_hash == b.content_hash != c.content_hash

@@ -1,0 +1,142 @@
+"""Writing batches against the real database: idempotence, versions, status flags, guards."""
+
+import dataclasses
+
+import psycopg
+import pytest
+
+from atlas.embeddings import HashedEmbedder
+from atlas.ingestion import prepare
+from atlas.records import Record, SourceInfo
+from store.db import record_event, verify_events
+from store.documents import known_versions, write_batch
+
+SOURCE = SourceInfo("Gazette", 5, 4, "OGL-3.0", "https://gazette.example", "energy")
+EMBEDDER = HashedEmbedder(dim=64)
+
+
+def _record(ext_id: str, text: str, **changes) -> Record:
+    return dataclasses.replace(Record(external_id=ext_id, title=f"Title {ext_id}", text=text, source=SOURCE, sector="energy"), **changes)
+
+
+def _ingest(db, records):
+    known = known_versions(db, records)
+    new = [r for r in records if (r.source.name, r.external_id, r.content_hash) not in known]
+    return write_batch(db, records, prepare(new, EMBEDDER))
+
+
+def _counts(db):
+    with db.connection() as conn:
+        return conn.execute(
+            """SELECT (SELECT count(*) FROM forum.documents) AS documents, (SELECT count(*) FROM forum.chunks) AS chunks,
+                      (SELECT count(*) FROM forum.embeddings) AS embeddings,
+                      (SELECT count(*) FROM forum.chunks WHERE searchable) AS searchable"""
+        ).fetchone()
+
+
+CORPUS = [_record(str(i), f"Grid demand rose by {i} percent. Storage capacity doubled in region {i}.") for i in range(20)]
+
+
+def test_reingesting_identical_content_adds_nothing(db):
+    first = _ingest(db, CORPUS)
+    assert (first.documents_added, first.chunks_added, first.embeddings_added) == (20, 20, 20)
+    before = _counts(db)
+    again = _ingest(db, CORPUS)
+    assert (again.documents_added, again.chunks_added, again.status_changes, again.event_id) == (0, 0, 0, None)
+    assert _counts(db) == before
+
+
+def test_changed_text_adds_one_version_and_keeps_the_old(db):
+    _ingest(db, CORPUS)
+    changed = CORPUS[:3] + [dataclasses.replace(CORPUS[3], text=CORPUS[3].text + " Prices fell.")] + CORPUS[4:]
+    result = _ingest(db, changed)
+    assert result.documents_added == 1
+    with db.connection() as conn:
+        versions = conn.execute(
+            "SELECT version, is_current, content_hash FROM forum.documents WHERE external_id = '3' ORDER BY version"
+        ).fetchall()
+        searchable = conn.execute(
+            """SELECT d.version, bool_and(c.searchable) AS searchable FROM forum.documents d
+                 JOIN forum.chunks c USING (document_id) WHERE d.external_id = '3' GROUP BY d.version ORDER BY 1"""
+        ).fetchall()
+    assert [(v["version"], v["is_current"]) for v in versions] == [(1, False), (2, True)]
+    assert versions[1]["content_hash"] == changed[3].content_hash
+    assert [(s["version"], s["searchable"]) for s in searchable] == [(1, False), (2, True)]
+    # Reverting to the first text makes version 1 current again instead of adding a third.
+    assert _ingest(db, CORPUS).documents_added == 0
+    with db.connection() as conn:
+        current = conn.execute("SELECT version FROM forum.documents WHERE external_id = '3' AND is_current").fetchone()
+    assert current["version"] == 1
+
+
+def test_retraction_takes_chunks_out_of_retrieval(db):
+    _ingest(db, CORPUS)
+    result = _ingest(db, [dataclasses.replace(CORPUS[0], retracted=True), dataclasses.replace(CORPUS[1], withdrawn=True)])
+    assert result.status_changes == 2 and result.documents_added == 0
+    assert _counts(db)["searchable"] == 18
+    _ingest(db, [CORPUS[0]])
+    assert _counts(db)["searchable"] == 19
+
+
+def test_a_new_document_that_arrives_retracted_is_never_searchable(db):
+    _ingest(db, [_record("r1", "Retracted finding about storage.", retracted=True)])
+    assert _counts(db)["searchable"] == 0
+
+
+def test_source_attributes_are_updated_in_place(db):
+    _ingest(db, CORPUS[:1])
+    upgraded = dataclasses.replace(CORPUS[1], source=dataclasses.replace(SOURCE, importance=2))
+    _ingest(db, [upgraded])
+    with db.connection() as conn:
+        rows = conn.execute("SELECT name, importance FROM forum.sources").fetchall()
+    assert [(r["name"], r["importance"]) for r in rows] == [("Gazette", 2)]
+
+
+def test_a_failing_write_leaves_nothing_behind(db):
+    prepared = prepare(CORPUS[:5], EMBEDDER)
+    prepared.documents[4].chunks[0] = dataclasses.replace(
+        prepared.documents[4].chunks[0],
+        chunk=dataclasses.replace(prepared.documents[4].chunks[0].chunk, text="tampered text"),
+    )
+    with pytest.raises(psycopg.errors.CheckViolation):
+        write_batch(db, CORPUS[:5], prepared)
+    assert _counts(db) == {"documents": 0, "chunks": 0, "embeddings": 0, "searchable": 0}
+
+
+def test_database_rejects_chunks_whose_offsets_do_not_match(db):
+    _ingest(db, CORPUS[:1])
+    with db.connection() as conn, pytest.raises(psycopg.errors.CheckViolation, match="does not match its document"):
+        conn.execute(
+            """INSERT INTO forum.chunks (chunk_key, document_id, ordinal, start_char, end_char, heading, body)
+               SELECT 'forged', document_id, 9, 0, 5, '', 'XXXXX' FROM forum.documents LIMIT 1"""
+        )
+
+
+def test_lexical_columns_are_computed_by_the_database(db):
+    _ingest(db, [_record("lx", "Running dogs ran quickly.")])
+    with db.connection() as conn:
+        row = conn.execute("SELECT lexemes::text AS lexemes, token_count FROM forum.chunks").fetchone()
+        # A client cannot forge the lexical data: the trigger recomputes it from the text.
+        conn.execute("UPDATE forum.chunks SET lexemes = 'forged'::tsvector, token_count = 99")
+        after = conn.execute("SELECT lexemes::text AS lexemes, token_count FROM forum.chunks").fetchone()
+    assert row == after
+    assert row["lexemes"] == "'dog':4 'lx':2 'quick':6 'ran':5 'run':3 'titl':1" and row["token_count"] == 6
+
+
+def test_audit_log_is_append_only_and_tamper_evident(db):
+    with db.transaction() as conn:
+        for i in range(3):
+            record_event(conn, "TEST_EVENT", {"i": i})
+    with db.connection() as conn:
+        assert verify_events(conn) == []
+        for statement in ("UPDATE forum.events SET payload = '{}'", "DELETE FROM forum.events", "TRUNCATE forum.events"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+                conn.execute(statement)
+            conn.rollback()
+        # Someone with the power to bypass triggers edits a row: verification finds it.
+        conn.execute("ALTER TABLE forum.events DISABLE TRIGGER events_append_only")
+        conn.execute("""UPDATE forum.events SET payload = '{"i": 42}' WHERE event_id = 2""")
+        conn.execute("ALTER TABLE forum.events ENABLE TRIGGER events_append_only")
+        conn.commit()
+        problems = verify_events(conn)
+    assert [(p["event_id"], p["problem"]) for p in problems] == [(2, "row_hash does not match the row content")]

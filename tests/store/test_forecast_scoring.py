@@ -1,0 +1,202 @@
+"""Binding, resolution, versioned scoring and backfill on the real FRED downloads, in PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from atlas.forecasting.binding import BindingError
+from atlas.forecasting.forecast import make_forecast
+from atlas.forecasting.lane import LaneQuestion
+from atlas.forecasting.montecarlo import ForecastInputError
+from atlas.scoring import SCORING_VERSION
+from atlas.series.parsing import SeriesFormatError
+from atlas.series.registry import UnknownSeriesError
+from store import forecasts as repo
+from store.scores import accuracy_report, run_scoring
+from tasks.forecasting import issue_bound_forecast
+
+UTC = timezone.utc
+
+
+def at(*args) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+def counts(db) -> dict[str, int]:
+    with db.connection() as conn:
+        return {t: conn.execute(f"SELECT count(*) AS n FROM forum.{t}").fetchone()["n"]
+                for t in ("series_vintages", "series_observations", "forecasts", "forecast_bindings",
+                          "forecast_scores")}
+
+
+def nightly(db, as_of):
+    with db.transaction() as conn:
+        return run_scoring(conn, mode="nightly", as_of=as_of)
+
+
+def backfill(db, as_of, **options):
+    with db.transaction() as conn:
+        return run_scoring(conn, mode="backfill", as_of=as_of, **options)
+
+
+def state(db, forecast_id):
+    with db.connection() as conn:
+        return repo.forecast_state(conn, forecast_id, SCORING_VERSION)
+
+
+@pytest.fixture
+def series(shared_data):
+    return shared_data / "series"
+
+
+@pytest.fixture
+def march_2025_cpi(series, tmp_path) -> Path:
+    """What was visible in March 2025: the April 2025 download without its March row (the rows
+    themselves are the real ones)."""
+    lines = (series / "CPIAUCSL__fred_vintage_2025-04.csv").read_text().splitlines()
+    path = tmp_path / "CPIAUCSL__fred_vintage_2025-03.csv"
+    path.write_text("\n".join(line for line in lines if not line.startswith("2025-03-01")) + "\n")
+    return path
+
+
+def test_cpi_feb_to_mar_resolves_no_then_yes_with_both_scores_kept(db, series, march_2025_cpi):
+    repo.load_series_files(db, [march_2025_cpi, series / "CPIAUCSL__fred_vintage_2025-04.csv"])
+    question = LaneQuestion(key="cpi-mar-up", series_id="CPIAUCSL", comparator=">", reference="previous",
+                            target_date=date(2025, 3, 1), deadline=at(2025, 4, 30))
+    issued = issue_bound_forecast(db, question, at(2025, 3, 20), None, seed=11)
+    fid = issued["forecast_id"]
+    assert issued["issue_vintage"] == "2025-03"
+    assert state(db, fid) == "pending"
+    assert nightly(db, at(2025, 4, 29)).due == 0  # before the deadline nothing is due
+    first = nightly(db, at(2025, 4, 30))
+    assert (first.inserted, first.resolved) == (1, 1) and first.quality.success
+    repo.load_series_files(db, [series / "CPIAUCSL__fred_vintage_2026-03.csv"])
+    assert nightly(db, at(2026, 3, 31)).inserted == 0  # resolved forecasts are not silently re-resolved
+    second = backfill(db, at(2026, 3, 31), deadline_from=at(2025, 4, 1), deadline_to=at(2025, 5, 1))
+    assert second.inserted == 1
+    with db.connection() as conn:
+        scores = repo.scores_for(conn, fid)
+        current = repo.current_scores(conn, SCORING_VERSION)
+    assert [(s["vintage_label"], s["outcome"]) for s in scores] == [("2025-04", 0), ("2026-03", 1)]
+    old, new = scores
+    assert (old["reference_value"], old["target_value"]) == (319.775, 319.615)  # down in the 2025-04 download
+    assert (new["reference_value"], new["target_value"]) == (319.679, 319.785)  # up after revision
+    assert (old["reference_date"], old["target_date"]) == (date(2025, 2, 1), date(2025, 3, 1))
+    p = old["probability"]
+    assert old["brier"] == pytest.approx(p ** 2) and new["brier"] == pytest.approx((1 - p) ** 2)
+    assert current.set_index("forecast_id").loc[fid, "vintage_label"] == "2026-03"
+    assert state(db, fid) == "resolved"
+    # The same vintage again reproduces the old score exactly and adds nothing.
+    again = backfill(db, at(2026, 3, 31), deadline_from=at(2025, 4, 1), deadline_to=at(2025, 5, 1),
+                     vintage_id=old["vintage_id"])
+    assert (again.inserted, again.reproduced) == (0, 1)
+
+
+def test_unrate_october_unresolvable_and_a_tie_resolves_no(db, series):
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    october = issue_bound_forecast(db, LaneQuestion(key="unrate-up", series_id="UNRATE", comparator=">",
+                                                    reference="previous", target_date=date(2025, 10, 1)),
+                                   at(2025, 4, 15), None, seed=1)
+    april = issue_bound_forecast(db, LaneQuestion(key="unrate-up", series_id="UNRATE", comparator=">",
+                                                  reference="previous", target_date=date(2025, 4, 1)),
+                                 at(2025, 4, 15), None, seed=1)
+    run = nightly(db, at(2026, 3, 31))
+    assert (run.resolved, run.unresolvable) == (1, 1)
+    with db.connection() as conn:
+        [oct_score] = repo.scores_for(conn, october["forecast_id"])
+        [apr_score] = repo.scores_for(conn, april["forecast_id"])
+    assert oct_score["status"] == "unresolvable" and oct_score["outcome"] is None and oct_score["brier"] is None
+    assert oct_score["target_present"] and oct_score["target_value"] is None
+    assert oct_score["reference_value"] == 4.4  # September is there; October is not filled from it
+    assert "2025-10-01 is empty in vintage 2026-03" in oct_score["reason"]
+    assert (apr_score["target_value"], apr_score["reference_value"], apr_score["outcome"]) == (4.2, 4.2, 0)
+    assert state(db, october["forecast_id"]) == "unresolvable"
+    # an unresolvable forecast is retried nightly; with no newer vintage nothing changes
+    assert nightly(db, at(2026, 4, 1)).inserted == 0
+
+
+def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    record = make_forecast("Will it rain?", base_rate=0.4, drivers=[], confidence_target=0.5,
+                           issued_at=at(2025, 1, 2), requested_via="api", engine={}, seed=3)
+    with db.transaction() as conn:
+        fid = repo.insert_forecast(conn, record)
+    assert nightly(db, at(2026, 3, 31)).due == 0
+    with db.connection() as conn:
+        assert repo.state_counts(conn, SCORING_VERSION) == {"unscoreable": 1, "pending": 0, "resolved": 0,
+                                                            "unresolvable": 0}
+        assert conn.execute("SELECT state FROM forum.forecast_states_current").fetchone()["state"] == "unscoreable"
+        report = accuracy_report(conn)
+    assert report.last_bound_at is None and report.metrics is None
+    with pytest.raises(psycopg.errors.CheckViolation, match="direct forecasts are never bound"):
+        with db.transaction() as conn:
+            conn.execute("""INSERT INTO forum.forecast_bindings (forecast_id, question_key, series_id, comparator,
+                                threshold, target_date, deadline, bound_at)
+                            VALUES (%s, 'late', 'UNRATE', '>', 4, '2025-06-01', '2025-08-01', '2025-01-02')""", (fid,))
+
+
+def test_scores_and_forecasts_are_append_only(db, series):
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    issue_bound_forecast(db, LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous",
+                                          target_date=date(2025, 4, 1)), at(2025, 4, 15), None, seed=1)
+    nightly(db, at(2026, 3, 31))
+    for statement in ("UPDATE forum.forecast_scores SET outcome = 1", "DELETE FROM forum.forecast_scores",
+                      "UPDATE forum.forecasts SET probability = 0.5", "DELETE FROM forum.forecast_bindings",
+                      "UPDATE forum.series_observations SET value = 0", "TRUNCATE forum.forecast_scores CASCADE"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+            with db.transaction() as conn:
+                conn.execute(statement)
+
+
+def test_lane_is_idempotent_and_records_the_issue(db, series):
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    spec = LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous")
+    assert issue_bound_forecast(db, spec, at(2025, 4, 15), None)["status"] == "bound"
+    assert issue_bound_forecast(db, spec, at(2025, 4, 16), None)["status"] == "already bound"
+    with db.connection() as conn:
+        assert repo.last_bound_at(conn) == at(2025, 4, 15)
+        kinds = [r["kind"] for r in conn.execute("SELECT kind FROM forum.events ORDER BY event_id")]
+    assert kinds == ["SERIES_VINTAGE_STORED", "FORECAST_BOUND"]
+
+
+@pytest.mark.parametrize("spec, error, message", [
+    (dict(confidence_target=1.0), ForecastInputError, "strictly between 0 and 1"),
+    (dict(confidence_target=0.0), ForecastInputError, "strictly between 0 and 1"),
+    (dict(series_id="NOTASERIES"), BindingError, "unknown series id"),
+    (dict(deadline=at(2025, 4, 1)), BindingError, "is not after the issue time"),
+    (dict(reference=None, threshold=float("nan")), BindingError, "threshold must be a finite number"),
+])
+def test_bad_lane_input_writes_nothing(db, series, spec, error, message):
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    before = counts(db)
+    question = LaneQuestion(**{"key": "u", "series_id": "UNRATE", "comparator": ">", "reference": "previous", **spec})
+    with pytest.raises(error, match=message):
+        issue_bound_forecast(db, question, at(2025, 4, 15), None)
+    assert counts(db) == before
+
+
+def test_bad_series_files_write_nothing(db, series, tmp_path):
+    garbage = tmp_path / "UNRATE__fred_vintage_2026-04.csv"
+    garbage.write_text("observation_date,UNRATE\n2026-01-01,4.3\n2026-02-01,n/a\n")
+    unknown = tmp_path / "FOO.csv"
+    unknown.write_text("observation_date,FOO\n2026-01-01,1\n")
+    good = series / "UNRATE__fred_vintage_2025-04.csv"
+    with pytest.raises(SeriesFormatError, match="line 3"):
+        repo.load_series_files(db, [good, garbage])
+    with pytest.raises(UnknownSeriesError):
+        repo.load_series_files(db, [good, unknown])
+    assert counts(db)["series_vintages"] == 0
+    first = repo.load_series_files(db, [good])
+    again = repo.load_series_files(db, [good])
+    assert first[0]["created"] and not again[0]["created"] and first[0]["vintage_id"] == again[0]["vintage_id"]
+    assert counts(db)["series_observations"] == 121
+
+
+def test_state_view_names_the_current_scoring_version(db):
+    with db.connection() as conn:
+        definition = conn.execute("SELECT pg_get_viewdef('forum.forecast_states_current') AS d").fetchone()["d"]
+    assert f"'{SCORING_VERSION}'" in definition

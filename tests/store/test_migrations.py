@@ -1,0 +1,66 @@
+import shutil
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from store import migrations
+from store.migrations import MigrationChecksumError, MigrationError
+
+
+@pytest.fixture
+def sql_copy(tmp_path):
+    folder = tmp_path / "sql"
+    shutil.copytree(migrations.sql_dir(), folder)
+    return folder
+
+
+def _connect(url):
+    return psycopg.connect(url, autocommit=True, row_factory=dict_row)
+
+
+def test_applies_in_order_once_and_records_checksums(empty_database_url, sql_copy):
+    with _connect(empty_database_url) as conn:
+        conn.execute("CREATE EXTENSION vector")
+        applied = migrations.apply_pending(conn, sql_copy)
+        assert applied == sorted(p.name for p in sql_copy.glob("*.sql"))
+        assert migrations.apply_pending(conn, sql_copy) == []
+        recorded = migrations.applied(conn)
+        assert [r["filename"] for r in recorded] == applied
+        assert all(len(r["checksum"]) == 64 for r in recorded)
+
+
+def test_a_changed_applied_migration_is_refused(empty_database_url, sql_copy):
+    with _connect(empty_database_url) as conn:
+        conn.execute("CREATE EXTENSION vector")
+        migrations.apply_pending(conn, sql_copy)
+        first = sorted(sql_copy.glob("*.sql"))[0]
+        first.write_text(first.read_text() + "\n-- edited after it was applied\n")
+        with pytest.raises(MigrationChecksumError, match=f"{first.name} was applied with checksum"):
+            migrations.apply_pending(conn, sql_copy)
+
+
+def test_a_new_migration_is_applied_and_a_failing_one_leaves_nothing(empty_database_url, sql_copy):
+    with _connect(empty_database_url) as conn:
+        conn.execute("CREATE EXTENSION vector")
+        migrations.apply_pending(conn, sql_copy)
+        (sql_copy / "900_extra.sql").write_text("CREATE TABLE forum.extra (x int);")
+        assert migrations.apply_pending(conn, sql_copy) == ["900_extra.sql"]
+        (sql_copy / "901_broken.sql").write_text("CREATE TABLE forum.half (x int); SELECT no_such_function();")
+        with pytest.raises(psycopg.errors.UndefinedFunction):
+            migrations.apply_pending(conn, sql_copy)
+        assert conn.execute("SELECT to_regclass('forum.half') AS t").fetchone()["t"] is None
+        assert "901_broken.sql" not in {r["filename"] for r in migrations.applied(conn)}
+
+
+def test_badly_named_and_unknown_migrations_are_refused(empty_database_url, sql_copy):
+    (sql_copy / "7_bad name.sql").write_text("SELECT 1;")
+    with pytest.raises(MigrationError, match="named NNN_lower_snake.sql"):
+        migrations.discover(sql_copy)
+    (sql_copy / "7_bad name.sql").unlink()
+    with _connect(empty_database_url) as conn:
+        conn.execute("CREATE EXTENSION vector")
+        migrations.apply_pending(conn, sql_copy)
+        conn.execute("INSERT INTO forum.schema_migrations (filename, checksum) VALUES ('999_from_the_future.sql', 'x')")
+        with pytest.raises(MigrationError, match="does not know"):
+            migrations.apply_pending(conn, sql_copy)
