@@ -153,13 +153,14 @@ def dense(conn: psycopg.Connection, embedder: Embedder, query: str, options: Ret
 def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int, ChunkText]:
     rows = conn.execute(
         """SELECT c.chunk_id, c.document_id, c.heading, c.body, d.url, d.sector, d.published_at,
-                  s.name AS source_name, d.version
+                  s.name AS source_name, d.version, c.start_char, c.end_char
              FROM forum.chunks c JOIN forum.documents d USING (document_id) JOIN forum.sources s USING (source_id)
             WHERE c.chunk_id = ANY (%s) AND c.searchable""",
         (list(chunk_ids),),
     ).fetchall()
     return {r["chunk_id"]: ChunkText(r["chunk_id"], r["document_id"], r["heading"], r["body"], r["url"],
-                                     r["sector"], r["published_at"], r["source_name"], r["version"]) for r in rows}
+                                     r["sector"], r["published_at"], r["source_name"], r["version"],
+                                     r["start_char"], r["end_char"]) for r in rows}
 
 
 def known_sectors(conn: psycopg.Connection) -> list[str]:
@@ -184,6 +185,23 @@ def rerank_texts(chunks: dict[int, ChunkText], options: RetrievalOptions) -> dic
     return out
 
 
+def candidate_chunks(conn: psycopg.Connection, fused: StageResult, options: RetrievalOptions) -> dict[int, ChunkText]:
+    """The texts of the fused candidates the reranker will see."""
+    return chunk_texts(conn, [c.chunk_id for c in fused.candidates[:options.rerank_candidates]])
+
+
+def finish(query: str, options: RetrievalOptions, lexical: StageResult, semantic: StageResult,
+           fused: StageResult, chunks: dict[int, ChunkText], reranker: Reranker) -> RetrievalResult:
+    """Rerank (falling back to the fused order on failure) and assemble the traced result."""
+    start = time.perf_counter()
+    reranked = stages.rerank(reranker, query, fused, rerank_texts(chunks, options), options)
+    all_stages = [lexical, semantic, fused, reranked]
+    sources = stages.assemble_sources(all_stages, reranked, chunks, options)
+    return RetrievalResult(query=query, options=options, stages=all_stages, sources=sources,
+                           explanation="" if sources else stages.explain_empty(all_stages),
+                           latency_ms={"rerank": (time.perf_counter() - start) * 1000})
+
+
 def hybrid_search(db: Database, query: str, embedder: Embedder, options: RetrievalOptions = RetrievalOptions(),
                   reranker: Reranker | None = None) -> RetrievalResult:
     """BM25 + dense → RRF → rerank → top_k sources, with the full per-stage trace.
@@ -192,8 +210,6 @@ def hybrid_search(db: Database, query: str, embedder: Embedder, options: Retriev
     parameters). A request that can match nothing (e.g. a recency window in the future) returns an
     empty result whose `explanation` says why.
     """
-    reranker = reranker or NoReranker()
-    timings: dict[str, float] = {}
     with db.connection() as conn:
         text, options, empty_reason = prepare_request(conn, query, options)
         if empty_reason:
@@ -204,15 +220,10 @@ def hybrid_search(db: Database, query: str, embedder: Embedder, options: Retriev
         semantic = dense(conn, embedder, text, options)
         t2 = time.perf_counter()
         fused = stages.fuse(lexical, semantic, options)
-        pool_ids = [c.chunk_id for c in fused.candidates[:options.rerank_candidates]]
-        chunks = chunk_texts(conn, pool_ids)
+        chunks = candidate_chunks(conn, fused, options)
         conn.commit()
     t3 = time.perf_counter()
-    reranked = stages.rerank(reranker, text, fused, rerank_texts(chunks, options), options)
-    t4 = time.perf_counter()
-    all_stages = [lexical, semantic, fused, reranked]
-    sources = stages.assemble_sources(all_stages, reranked, chunks, options)
-    timings.update(bm25=(t1 - t0) * 1000, dense=(t2 - t1) * 1000, fusion_and_fetch=(t3 - t2) * 1000,
-                   rerank=(t4 - t3) * 1000, total=(t4 - t0) * 1000)
-    return RetrievalResult(query=text, options=options, stages=all_stages, sources=sources,
-                           explanation="" if sources else stages.explain_empty(all_stages), latency_ms=timings)
+    result = finish(text, options, lexical, semantic, fused, chunks, reranker or NoReranker())
+    result.latency_ms.update(bm25=(t1 - t0) * 1000, dense=(t2 - t1) * 1000, fusion_and_fetch=(t3 - t2) * 1000,
+                             total=(time.perf_counter() - t0) * 1000)
+    return result

@@ -72,8 +72,9 @@ def begin_load(settings: Settings, input_bytes: int, index_mode: str) -> dict:
     """Register the embedder; for a bulk load, drop its HNSW index so it is built once at the end."""
     model = embedder(settings)
     state = documents.register_embedder(database(settings), model.name, model.engine, model.version, model.dim)
-    # ~1 chunk per kB of input: rebuild when the load is at least as large as what is stored.
-    bulk = index_mode == "rebuild" or (index_mode == "auto" and input_bytes // 1000 >= state["vectors"])
+    # ~1 chunk per kB of input: rebuild when the input could at least double what is stored (a
+    # re-run of the same corpus stays incremental and adds nothing).
+    bulk = index_mode == "rebuild" or (index_mode == "auto" and input_bytes // 1000 >= 2 * state["vectors"])
     if bulk and state["indexed"]:
         documents.drop_embedding_index(database(settings), state["model_id"])
     return {**state, "bulk": bulk, "embedder": model.name, "engine": model.engine, "version": model.version}

@@ -96,6 +96,8 @@ class ChunkText:
     published_at: datetime | None
     source_name: str
     document_version: int
+    start_char: int = 0
+    end_char: int = 0
 
 
 @dataclass
@@ -111,6 +113,7 @@ class Source:
         return {
             "chunk_id": self.chunk.chunk_id, "document_id": self.chunk.document_id,
             "document_version": self.chunk.document_version, "title": self.chunk.title,
+            "start_char": self.chunk.start_char, "end_char": self.chunk.end_char,
             "source": self.chunk.source_name, "url": self.chunk.url, "sector": self.chunk.sector,
             "published_at": self.chunk.published_at.isoformat() if self.chunk.published_at else None,
             "context": self.context, "truncated": self.truncated, "ranks": self.ranks, "scores": self.scores,

@@ -17,7 +17,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap-chars", type=int, default=200, help="whole sentences repeated between chunks, at most this long")
     p.add_argument("--embedder", choices=["hashed", "minilm", "voyage", "openai"], help="default: ATLAS_EMBEDDER or hashed")
     p.add_argument("--index-mode", choices=["auto", "incremental", "rebuild"], default="auto",
-                   help="auto rebuilds the HNSW index after a load at least as large as what is stored")
+                   help="auto rebuilds the HNSW index after a load that could double what is stored")
     src = p.add_argument_group("source of a folder of files")
     src.add_argument("--source-name")
     src.add_argument("--importance", type=int, help="1–5, 5 = canonical")

@@ -13,14 +13,17 @@ from atlas.embeddings import HashedEmbedder
 from atlas.ingestion import prepare
 from atlas.records import SCIFACT_SOURCE, Record, SourceInfo
 from store.db import Database
-from store.documents import write_batch
+from store.documents import known_versions, write_batch
 
 WHOLE = ChunkingOptions(max_chars=10_000, overlap_chars=0)
 TEST_SOURCE = SourceInfo(name="test source", importance=3, quality_score=3, licence="CC0")
 
 
 def ingest(db: Database, records: Sequence[Record], *, embedder=None, options: ChunkingOptions = WHOLE):
-    return write_batch(db, list(records), prepare(list(records), embedder or HashedEmbedder(), options))
+    """Write records as the ingest flow does: content already stored only updates its status flags."""
+    known = known_versions(db, records)
+    new = [r for r in records if (r.source.name, r.external_id, r.content_hash) not in known]
+    return write_batch(db, list(records), prepare(new, embedder or HashedEmbedder(), options))
 
 
 def record(external_id: str, text: str, *, title: str = "", sector: str = "general",

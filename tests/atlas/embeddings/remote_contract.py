@@ -46,7 +46,7 @@ def encode(vector: Any, encoding_format: str | None) -> Any:
 def reply_with(rows: list[Any], received: Received, *, indexes: list[int] | None = None) -> Reply:
     fmt = received.body.get("encoding_format")
     data = [{"object": "embedding", "index": i, "embedding": encode(v, fmt)}
-            for i, v in zip(indexes or range(len(rows)), rows)]
+            for i, v in zip(indexes or range(len(rows)), rows, strict=True)]
     return Reply(200, {"object": "list", "data": data, "model": received.body["model"],
                        "usage": {"prompt_tokens": 7, "total_tokens": 7}})
 

@@ -1,0 +1,75 @@
+"""`atlas search "…"`: hybrid retrieval (BM25 + dense → RRF → rerank) from the terminal.
+
+Prints the final sources with their rank in every stage. Runs no flow, so it never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime, timezone
+
+from cli.output import table
+
+
+def _date(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date (use YYYY-MM-DD or an ISO date-time)") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def register(groups: argparse._SubParsersAction) -> None:
+    p = groups.add_parser("search", help="hybrid retrieval: final sources with their per-stage ranks")
+    p.add_argument("query")
+    p.add_argument("--top-k", type=int, default=5, help="final sources (default 5)")
+    p.add_argument("--sector", action="append", dest="sectors", help="only this sector (repeatable)")
+    p.add_argument("--since", type=_date, help="published on or after this date")
+    p.add_argument("--until", type=_date, help="published before this date")
+    p.add_argument("--rrf-k", type=int, default=50, help="Reciprocal Rank Fusion constant (default 50)")
+    p.add_argument("--reranker", choices=["none", "flashrank", "cohere"], help="default: ATLAS_RERANKER or none")
+    p.add_argument("--embedder", choices=["hashed", "minilm", "voyage", "openai"], help="default: ATLAS_EMBEDDER or hashed")
+    p.add_argument("--json", action="store_true", help="print the full retrieval trace as JSON")
+    p.set_defaults(handler=_search)
+
+
+def _search(args: argparse.Namespace) -> int:
+    from atlas.config import settings_from_env
+    from atlas.embeddings import make_embedder
+    from atlas.rerank import make_reranker
+    from atlas.retrieval.model import RetrievalOptions
+    from store.db import Database
+    from store.retrieval import hybrid_search
+
+    settings = settings_from_env()
+    embedder_name = args.embedder or settings.embedder
+    embedder = make_embedder(embedder_name, dim=settings.embed_dim if embedder_name == "hashed" else None)
+    reranker = make_reranker(args.reranker or settings.reranker, model_dir=settings.reranker_model_dir)
+    options = RetrievalOptions(top_k=args.top_k, rrf_k=args.rrf_k,
+                               sectors=tuple(args.sectors) if args.sectors else None,
+                               published_after=args.since, published_before=args.until)
+    with Database.open(settings) as db:
+        result = hybrid_search(db, args.query, embedder, options, reranker)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, default=str))
+        return 0
+    for stage in result.stages:
+        status = stage.outcome.kind if stage.outcome else "ok"
+        line = f"{stage.stage:<7} {stage.engine} ({stage.version}): {len(stage.candidates)} candidates, {status}"
+        print(line + (f" — {stage.note}" if stage.note else ""))
+    if not result.sources:
+        print(f"\nno sources: {result.explanation}")
+        return 0
+    rows = []
+    for position, source in enumerate(result.sources, start=1):
+        r = source.ranks
+        rows.append((position, source.chunk.chunk_id, r["bm25"] or "-", r["dense"] or "-", r["fusion"] or "-",
+                     r["rerank"] or "-", (source.chunk.title or source.chunk.body)[:60], source.chunk.source_name[:30]))
+    print()
+    print(table(["#", "chunk", "bm25", "dense", "fused", "rerank", "title", "source"], rows))
+    for position, source in enumerate(result.sources, start=1):
+        cut = " […]" if source.truncated else ""
+        print(f"\n[{position}] {source.chunk.title or '(untitled)'} — {source.chunk.source_name}")
+        print(f"    {source.context[:300]}{'…' if len(source.context) > 300 else ''}{cut}")
+    return 0

@@ -1,0 +1,139 @@
+"""The forecast flows under a real (temporary) Prefect API, writing to a per-test PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from atlas.scoring import SCORING_VERSION
+from store import forecasts as repo
+
+REPO = Path(__file__).resolve().parents[2]
+UTC = timezone.utc
+
+
+@pytest.fixture
+def atlas_env(monkeypatch, database_url, tmp_path):
+    """Flows resolve settings from the environment: point them at this test's database."""
+    monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ATLAS_LLM", "offline")
+
+
+def _deployment(name: str) -> dict:
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    return next(d for d in spec["deployments"] if d["name"] == name)
+
+
+def test_prefect_yaml_ships_the_lane_paused_and_scoring_nightly():
+    lane = _deployment("bind-forecasts")
+    assert lane["schedules"] == [{"cron": lane["schedules"][0]["cron"], "timezone": "UTC", "active": False}]
+    nightly = _deployment("score-accuracy")
+    assert nightly["schedules"][0]["active"] is True and nightly["schedules"][0]["timezone"] == "UTC"
+    for name in ("forecast", "bind-forecasts", "score-accuracy", "backfill-scores"):
+        assert _deployment(name)["entrypoint"].startswith("flows/")
+
+
+def test_direct_forecast_flow_publishes_an_unscoreable_forecast(prefect_env, atlas_env, db):
+    from flows.forecast import ForecastRequest, forecast
+
+    summary = forecast(ForecastRequest(question="Will the unemployment rate rise next quarter?",
+                                       confidence_target=0.95, base_rate=0.4, seed=9))
+    assert summary["n_samples"] == 10_000 and summary["seed"] == 9 and summary["state"] == "unscoreable"
+    assert summary["ci_basis"] == "monte_carlo_sampling_95"
+    with db.connection() as conn:
+        row = repo.get_forecast(conn, summary["forecast_id"])
+        assert repo.forecast_state(conn, summary["forecast_id"], SCORING_VERSION) == "unscoreable"
+    assert row["requested_via"] == "api" and row["series_id"] is None
+    assert [d["name"] for d in row["drivers"]] == ["unemployment", "rate", "rise"]
+    assert row["engine"]["drivers"].startswith("offline-rule")
+
+
+def test_forecast_flow_refuses_a_bad_confidence_target_and_writes_nothing(prefect_env, atlas_env, db):
+    from flows.forecast import ForecastRequest, forecast
+
+    with pytest.raises(Exception, match="strictly between 0 and 1"):
+        forecast(ForecastRequest(question="q?", confidence_target=1.0))
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM forum.forecasts").fetchone()["n"] == 0
+
+
+def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, shared_data):
+    """The deployment as prefect.yaml ships it: the paused schedule produces no runs (and so no
+    bindings); once resumed it produces runs, and executing one binds."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.flow_engine import run_flow
+
+    from flows.bind_forecasts import bind_forecasts
+
+    repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
+    shipped = _deployment("bind-forecasts")["schedules"][0]
+    params = {"params": {"as_of": "2025-04-15T00:00:00+00:00", "questions": [
+        {"key": "lane-unrate", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}]}}
+    deployment = bind_forecasts.to_deployment(
+        name="bind-forecasts", parameters=params,
+        schedules=[{"schedule": CronSchedule(cron=shipped["cron"], timezone=shipped["timezone"]),
+                    "active": shipped["active"]}])
+    deployment_id = deployment.apply()
+    with get_client(sync_client=True) as client:
+        only_this = DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
+        [schedule] = client.read_deployment(deployment_id).schedules
+        assert schedule.active is False
+        client.request("POST", "/deployments/{id}/schedule", path_params={"id": deployment_id},
+                       json={"min_runs": 3, "end_time": (datetime.now(UTC) + timedelta(days=5)).isoformat()})
+        assert client.read_flow_runs(deployment_filter=only_this) == []
+        with db.connection() as conn:
+            assert repo.last_bound_at(conn) is None
+        client.update_deployment_schedule(deployment_id, schedule.id, active=True)
+        client.request("POST", "/deployments/{id}/schedule", path_params={"id": deployment_id},
+                       json={"min_runs": 3, "end_time": (datetime.now(UTC) + timedelta(days=5)).isoformat()})
+        runs = client.read_flow_runs(deployment_filter=only_this)
+    assert len(runs) >= 3 and all(r.state.is_scheduled() for r in runs)
+    results = run_flow(bind_forecasts, flow_run=runs[0], parameters=runs[0].parameters)
+    assert [r["status"] for r in results] == ["bound"]
+    with db.connection() as conn:
+        assert repo.last_bound_at(conn) == datetime(2025, 4, 15, tzinfo=UTC)
+
+
+def test_lane_with_one_bad_question_binds_nothing(prefect_env, atlas_env, db, shared_data):
+    from atlas.forecasting.binding import BindingError
+    from flows.bind_forecasts import LaneParameters, bind_forecasts
+
+    repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
+    good = {"key": "ok", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}
+    bad = {"key": "late", "series_id": "UNRATE", "comparator": ">", "threshold": 4.0,
+           "target_date": "2025-05-01", "deadline": "2025-04-01T00:00:00Z"}
+    with pytest.raises(BindingError, match="the lane bound nothing: question 'late'"):
+        bind_forecasts(LaneParameters(questions=[good, bad], as_of=datetime(2025, 4, 15, tzinfo=UTC)))
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM forum.forecasts").fetchone()["n"] == 0
+
+
+def test_demo_binds_resolves_scores_and_reports_and_backfill_twice_changes_nothing(
+        prefect_env, atlas_env, db, tmp_path):
+    from flows.backfill_scores import BackfillParameters, backfill_scores
+    from flows.forecast_demo import SAMPLE_SERIES, run_forecast_demo
+
+    report = run_forecast_demo(series_dir=SAMPLE_SERIES, report_dir=tmp_path / "report")
+    assert report.counts == {"unscoreable": 0, "pending": 0, "resolved": 2, "unresolvable": 1}
+    assert report.last_bound_at == datetime(2025, 4, 15, tzinfo=UTC)
+    assert report.metrics.n_resolved == 2
+    assert (tmp_path / "report" / "reliability.png").read_bytes()[:4] == b"\x89PNG"
+    again = run_forecast_demo(series_dir=SAMPLE_SERIES)
+    assert again.counts == report.counts and again.metrics.brier == report.metrics.brier
+
+    def snapshot():
+        with db.connection() as conn:
+            return conn.execute("SELECT * FROM forum.forecast_scores ORDER BY score_id").fetchall()
+
+    before = snapshot()
+    params = BackfillParameters(deadline_from=date(2025, 1, 1), deadline_to=date(2026, 1, 1))
+    first, second = backfill_scores(params), backfill_scores(params)
+    assert first["inserted"] == second["inserted"] == 0
+    assert first["reproduced"] == second["reproduced"] == 3
+    assert snapshot() == before

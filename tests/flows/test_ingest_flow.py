@@ -1,0 +1,153 @@
+"""The ingest flow end to end against the real database and a real (temporary) Prefect API."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+from prefect.artifacts import Artifact
+
+from atlas.records import InputError
+from atlas.validation import BatchValidationError
+from flows.ingest import SourceParams, ingest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE = os.path.join(REPO, "data", "sample", "scifact_sample.jsonl")
+
+
+@pytest.fixture
+def atlas_env(database_url, monkeypatch, prefect_env):
+    monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.setenv("ATLAS_EMBEDDER", "hashed")
+    return database_url
+
+
+def _count(url, query):
+    with psycopg.connect(url) as conn:
+        return conn.execute(query).fetchone()[0]
+
+
+def _snapshot(url):
+    """Everything that must be equal between two runs over the same input (ids aside)."""
+    with psycopg.connect(url) as conn:
+        return {
+            "documents": conn.execute(
+                "SELECT array_agg((external_id, version, content_hash, is_current)::text ORDER BY external_id, version) FROM forum.documents").fetchone()[0],
+            "chunks": conn.execute("SELECT array_agg(chunk_key ORDER BY chunk_key) FROM forum.chunks").fetchone()[0],
+            "embeddings": conn.execute(
+                "SELECT array_agg(c.chunk_key ORDER BY c.chunk_key) FROM forum.embeddings e JOIN forum.chunks c USING (chunk_id)").fetchone()[0],
+            "orphans": conn.execute(
+                """SELECT (SELECT count(*) FROM forum.documents d WHERE NOT EXISTS (SELECT 1 FROM forum.chunks c WHERE c.document_id = d.document_id))
+                        + (SELECT count(*) FROM forum.chunks c WHERE NOT EXISTS (SELECT 1 FROM forum.embeddings e WHERE e.chunk_id = c.chunk_id))""").fetchone()[0],
+        }
+
+
+def test_ingest_sample_then_rerun_adds_nothing(atlas_env):
+    first = ingest(SAMPLE, batch_size=64)
+    assert (first["rows"], first["documents_added"]) == (200, 200)
+    assert first["chunks_added"] == first["embeddings_added"] == _count(atlas_env, "SELECT count(*) FROM forum.chunks") > 200
+    assert first["embedder"] == "hashed-bow-v1@384" and first["index_mode"] == "rebuild"
+    assert _count(atlas_env, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_m%'") == 1
+    again = ingest(SAMPLE, batch_size=64)
+    assert (again["documents_added"], again["chunks_added"], again["status_changes"]) == (0, 0, 0)
+    assert again["index_mode"] == "incremental"
+    summary = Artifact.get("ingest-summary")
+    assert summary is not None and "documents_added" in str(summary.data)
+    assert _count(atlas_env, "SELECT count(*) FROM forum.events WHERE kind = 'INGEST_RUN_FINISHED'") == 2
+
+
+def test_a_batch_with_one_bad_row_writes_nothing_and_names_the_row(atlas_env, tmp_path):
+    lines = open(SAMPLE, encoding="utf-8").read().splitlines()[:30]
+    bad = [json.loads(line) for line in lines]
+    bad[17]["source"]["importance"] = 7
+    bad[17]["text"] = ""
+    bad[17]["published_at"] = "2020-02-31"
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in bad) + "\n", encoding="utf-8")
+
+    with pytest.raises(BatchValidationError) as caught:
+        ingest(str(path), batch_size=10)   # batch 1 is clean, batch 2 holds row 18
+    report = caught.value.report
+    assert report.failed_origins == ["bad.jsonl:18"]
+    assert {f.column for f in report.failures} == {"source_importance", "text", "published_at"}
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 10, "only the clean first batch"
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents WHERE external_id = %s" % repr(bad[17]["id"]).replace('"', "'")) == 0
+    artifact = Artifact.get("ingest-validation-failure")
+    assert artifact is not None and "bad.jsonl:18" in str(artifact.data)
+
+    bad[17] = json.loads(lines[17])
+    path.write_text("\n".join(json.dumps(r) for r in bad) + "\n", encoding="utf-8")
+    fixed = ingest(str(path), batch_size=10)
+    assert fixed["documents_added"] == 20
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 30
+
+
+def test_a_folder_with_a_binary_file_is_refused_before_writing(atlas_env, tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Storage\n\nBatteries got cheaper.", encoding="utf-8")
+    (tmp_path / "notes" / "b.txt").write_bytes(b"GIF89a\x00\x01binary")
+    source = SourceParams(name="Field notes", importance=2, quality_score=3, licence="internal")
+    with pytest.raises(InputError, match=r"b\.txt: binary content"):
+        ingest(str(tmp_path / "notes"), source=source)
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 0
+    (tmp_path / "notes" / "b.txt").write_text("Grid note.", encoding="utf-8")
+    assert ingest(str(tmp_path / "notes"), source=source)["documents_added"] == 2
+
+
+@pytest.mark.slow
+def test_full_scifact_corpus_then_rerun_then_one_changed_document(atlas_env, shared_data, tmp_path):
+    corpus = shared_data / "scifact" / "beir" / "corpus.jsonl"
+    first = ingest(str(corpus), batch_size=2000)
+    assert (first["rows"], first["documents_added"]) == (5183, 5183)
+    chunks = _count(atlas_env, "SELECT count(*) FROM forum.chunks")
+    assert first["chunks_added"] == chunks == _count(atlas_env, "SELECT count(*) FROM forum.embeddings")
+    again = ingest(str(corpus), batch_size=2000)
+    assert (again["documents_added"], again["chunks_added"], again["status_changes"]) == (0, 0, 0)
+
+    edited = tmp_path / "corpus.jsonl"
+    with open(corpus, encoding="utf-8") as src, open(edited, "w", encoding="utf-8") as out:
+        for number, line in enumerate(src):
+            if number == 100:
+                row = json.loads(line)
+                row["text"] += " (Erratum: sample size corrected.)"
+                line = json.dumps(row) + "\n"
+                changed_id = row["_id"]
+            out.write(line)
+    third = ingest(str(edited), format="beir", batch_size=2000)
+    assert third["documents_added"] == 1
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 5184
+    assert _count(atlas_env, f"SELECT max(version) FROM forum.documents WHERE external_id = '{changed_id}'") == 2
+
+
+def test_kill_9_midway_then_rerun_ends_with_the_same_rows(atlas_env, pg_server_url, tmp_path):
+    from prefect.settings import PREFECT_API_URL
+    from tests.conftest import _fresh_database
+    from bench.ingest import write_synthetic_jsonl
+
+    corpus = write_synthetic_jsonl(tmp_path / "corpus.jsonl", 1500)
+    reference_url = _fresh_database(pg_server_url)
+    env = {**os.environ, "ATLAS_DATABASE_URL": reference_url, "PREFECT_API_URL": PREFECT_API_URL.value()}
+    script = f"from flows.ingest import ingest; ingest({str(corpus)!r}, batch_size=50)"
+    subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
+
+    env["ATLAS_DATABASE_URL"] = atlas_env
+    victim = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while _count(atlas_env, "SELECT count(*) FROM forum.events WHERE kind = 'INGEST_BATCH'") < 5:
+        assert victim.poll() is None, "the run finished before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    partial = _count(atlas_env, "SELECT count(*) FROM forum.documents")
+    assert 0 < partial < 1500
+    assert _snapshot(atlas_env)["orphans"] == 0, "a killed run leaves no half-written batch"
+
+    rerun = ingest(str(corpus), batch_size=50)
+    assert rerun["documents_added"] == 1500 - partial
+    assert _snapshot(atlas_env) == _snapshot(reference_url)

@@ -1,0 +1,216 @@
+"""RET-1: BM25 in PostgreSQL equals rank_bm25.BM25Okapi, and its index follows ingestion exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from store.db import Database
+from tests.conftest import _fresh_database
+from tests.support.corpus import bm25_corpus, ingest, query_tokens, record, scifact_queries, scifact_records
+
+SCIFACT_DOCS = 1200
+
+
+def search(conn, text: str, k: int = 10, **filters):
+    return conn.execute(
+        "SELECT chunk_id, score, rank FROM forum.bm25_search(%s, %s, %s::text[], %s::timestamptz, %s::timestamptz)",
+        (text, k, filters.get("sectors"), filters.get("after"), filters.get("before"))).fetchall()
+
+
+def expected_top(conn, text: str, k: int = 10) -> tuple[list[tuple[int, float]], BM25Okapi]:
+    ids, corpus = bm25_corpus(conn)
+    oracle = BM25Okapi(corpus)
+    scores = oracle.get_scores(query_tokens(conn, text))
+    matching = [i for i, doc in enumerate(corpus) if set(doc) & set(query_tokens(conn, text))]
+    order = sorted(matching, key=lambda i: (-scores[i], ids[i]))[:k]
+    return [(ids[i], float(scores[i])) for i in order], oracle
+
+
+def assert_same_ranking(got, expected):
+    assert [r["chunk_id"] for r in got] == [e[0] for e in expected]
+    assert [r["rank"] for r in got] == list(range(1, len(expected) + 1))
+    for row, (_, score) in zip(got, expected):
+        assert row["score"] == pytest.approx(score, rel=1e-9, abs=1e-12)
+
+
+def assert_index_matches_chunks(conn) -> None:
+    """Every statistic the triggers maintain equals a recomputation from the searchable chunks."""
+    stats = conn.execute("SELECT chunk_count, token_total FROM forum.bm25_stats").fetchone()
+    truth = conn.execute("SELECT count(*) AS n, coalesce(sum(token_count), 0) AS t FROM forum.chunks WHERE searchable").fetchone()
+    assert (stats["chunk_count"], stats["token_total"]) == (truth["n"], truth["t"])
+    postings = conn.execute(
+        """SELECT b.term, e.id, e.tf, e.len FROM forum.bm25_postings b,
+                  unnest(b.chunk_ids, b.tfs, b.doc_lens) e(id, tf, len) ORDER BY 1, 2""").fetchall()
+    expected = conn.execute(
+        """SELECT u.lexeme COLLATE "C" AS term, c.chunk_id AS id, coalesce(array_length(u.positions, 1), 1) AS tf,
+                  c.token_count AS len
+             FROM forum.chunks c, unnest(c.lexemes) u WHERE c.searchable ORDER BY 1, 2""").fetchall()
+    assert postings == expected
+    df = conn.execute("SELECT term, df FROM forum.bm25_terms ORDER BY term").fetchall()
+    expected_df = conn.execute(
+        """SELECT u.lexeme COLLATE "C" AS term, count(*)::int AS df FROM forum.chunks c, unnest(c.lexemes) u
+            WHERE c.searchable GROUP BY 1 ORDER BY 1""").fetchall()
+    assert df == expected_df
+    histogram = conn.execute("SELECT df, terms FROM forum.bm25_df_counts ORDER BY df").fetchall()
+    expected_histogram = conn.execute(
+        "SELECT df, count(*) AS terms FROM forum.bm25_terms GROUP BY df ORDER BY df").fetchall()
+    assert histogram == expected_histogram
+    blocks = conn.execute(
+        """SELECT count(*) AS bad FROM forum.bm25_postings
+            WHERE first_chunk <> (SELECT min(x) FROM unnest(chunk_ids) x)
+               OR last_chunk <> (SELECT max(x) FROM unnest(chunk_ids) x) OR cardinality(chunk_ids) = 0""").fetchone()
+    assert blocks["bad"] == 0
+
+
+@pytest.fixture(scope="module")
+def scifact_db(pg_server_url, shared_data, tmp_path_factory):
+    from atlas.config import Settings
+
+    settings = Settings(database_url=_fresh_database(pg_server_url), data_dir=tmp_path_factory.mktemp("bm25"))
+    database = Database.open(settings)
+    records = scifact_records(shared_data, SCIFACT_DOCS)
+    for start in range(0, len(records), 400):  # three ingest transactions: statistics add up across them
+        ingest(database, records[start:start + 400])
+    yield database
+    database.close()
+
+
+def test_scores_equal_rank_bm25_on_scifact(scifact_db, shared_data):
+    queries = scifact_queries(shared_data)[:50]
+    with scifact_db.connection() as conn:
+        ids, corpus = bm25_corpus(conn)
+        assert len(ids) == SCIFACT_DOCS
+        oracle = BM25Okapi(corpus)
+        worst = 0.0
+        for _, text in queries:
+            tokens = query_tokens(conn, text)
+            scores = oracle.get_scores(tokens)
+            got = search(conn, text, 10)
+            matching = [i for i, doc in enumerate(corpus) if set(doc) & set(tokens)]
+            order = sorted(matching, key=lambda i: (-scores[i], ids[i]))[:10]
+            assert [r["chunk_id"] for r in got] == [ids[i] for i in order], text
+            for row, i in zip(got, order):
+                worst = max(worst, abs(row["score"] - scores[i]) / abs(scores[i]))
+        assert worst < 1e-9
+
+
+def test_full_ranking_matches_beyond_the_pruned_top(scifact_db, shared_data):
+    """k = 500 exercises the path that reads every posting list (no pruning possible)."""
+    _, text = scifact_queries(shared_data)[7]
+    with scifact_db.connection() as conn:
+        expected, _ = expected_top(conn, text, 500)
+        assert_same_ranking(search(conn, text, 500), expected)
+
+
+def test_index_statistics_equal_a_recomputation(scifact_db):
+    with scifact_db.connection() as conn:
+        assert_index_matches_chunks(conn)
+
+
+def test_incremental_ingest_retraction_and_new_versions(db):
+    ingest(db, [record("a", "Insulin resistance in muscle cells. Insulin signalling fails."),
+                record("b", "Muscle repair after exercise needs protein."),
+                record("c", "Cells divide; cells die; muscle cells regenerate slowly.")])
+    with db.connection() as conn:
+        assert_index_matches_chunks(conn)
+        expected, _ = expected_top(conn, "insulin muscle cells")
+        assert_same_ranking(search(conn, "insulin muscle cells"), expected)
+
+    ingest(db, [record("d", "Insulin therapy and insulin pumps."), record("e", "Nothing relevant here at all.")])
+    with db.connection() as conn:
+        assert_index_matches_chunks(conn)
+        expected, _ = expected_top(conn, "insulin muscle cells")
+        assert_same_ranking(search(conn, "insulin muscle cells"), expected)
+        assert conn.execute("SELECT chunk_count FROM forum.bm25_stats").fetchone()["chunk_count"] == 5
+
+    # Retraction (ING-6): the chunk leaves postings and statistics in the same transaction.
+    ingest(db, [record("d", "Insulin therapy and insulin pumps.", retracted=True)])
+    with db.connection() as conn:
+        retracted = conn.execute(
+            "SELECT c.chunk_id FROM forum.chunks c JOIN forum.documents d USING (document_id) WHERE d.external_id = 'd'"
+        ).fetchone()["chunk_id"]
+        assert_index_matches_chunks(conn)
+        assert retracted not in [r["chunk_id"] for r in search(conn, "insulin therapy pumps", 50)]
+        expected, _ = expected_top(conn, "insulin muscle cells")
+        assert_same_ranking(search(conn, "insulin muscle cells"), expected)
+
+    # A new version supersedes the old one: only the current text is searchable.
+    ingest(db, [record("b", "Muscle repair after exercise needs sleep, not protein.")])
+    with db.connection() as conn:
+        assert_index_matches_chunks(conn)
+        hits = conn.execute(
+            """SELECT d.version FROM forum.bm25_search('exercise', 10) s JOIN forum.chunks c USING (chunk_id)
+                 JOIN forum.documents d USING (document_id)""").fetchall()
+        assert [h["version"] for h in hits] == [2]
+
+    # Un-retracting brings the chunk back.
+    ingest(db, [record("d", "Insulin therapy and insulin pumps.")])
+    with db.connection() as conn:
+        assert_index_matches_chunks(conn)
+        assert retracted in [r["chunk_id"] for r in search(conn, "insulin pumps")]
+
+
+def test_negative_idf_uses_epsilon_times_mean_idf(db):
+    # "cell" is in 3 of 4 chunks: its raw idf is negative, so rank_bm25 floors it at
+    # epsilon * (mean raw idf over the whole vocabulary).
+    ingest(db, [record("1", "cell growth factor"), record("2", "cell membrane cell wall"),
+                record("3", "cell death"), record("4", "liver enzyme")])
+    with db.connection() as conn:
+        expected, oracle = expected_top(conn, "cell wall")
+        assert oracle.idf["cell"] == pytest.approx(0.25 * oracle.average_idf)
+        assert math.log(4 - 3 + 0.5) - math.log(3 + 0.5) < 0
+        assert_same_ranking(search(conn, "cell wall"), expected)
+
+
+def test_repeated_query_words_count_as_rank_bm25_counts_them(db):
+    ingest(db, [record("1", "protein folding and protein misfolding"), record("2", "protein diet"),
+                record("3", "folding chairs"), record("4", "diet and exercise")])
+    with db.connection() as conn:
+        assert query_tokens(conn, "protein protein folding") == ["fold", "protein", "protein"]
+        expected, _ = expected_top(conn, "protein protein folding")
+        assert_same_ranking(search(conn, "protein protein folding"), expected)
+
+
+def test_queries_that_match_nothing_return_no_rows(db):
+    ingest(db, [record("1", "insulin resistance")])
+    with db.connection() as conn:
+        assert search(conn, "the and of") == []          # stop words only
+        assert search(conn, "zebrafish") == []           # unknown term
+        assert search(conn, "'; DROP TABLE forum.chunks; --") == []
+        assert conn.execute("SELECT count(*) AS n FROM forum.chunks").fetchone()["n"] == 1
+
+
+def test_empty_corpus_and_bad_k(db):
+    with db.connection() as conn:
+        assert search(conn, "insulin") == []
+        with pytest.raises(Exception, match="k must be a positive integer"):
+            search(conn, "insulin", 0)
+
+
+def test_filters_return_exactly_the_matching_rows(db):
+    from datetime import datetime, timezone
+
+    day = lambda d: datetime(2024, 1, d, tzinfo=timezone.utc)  # noqa: E731
+    ingest(db, [record(f"h{i}", f"vaccine trial results {i}", sector="health", published_at=day(1 + i)) for i in range(10)]
+           + [record(f"e{i}", f"vaccine storage energy {i}", sector="energy", published_at=day(15 + i)) for i in range(10)]
+           + [record("x", "vaccine undated", sector="energy")])
+    with db.connection() as conn:
+        all_hits = search(conn, "vaccine", 100)
+        info = {r["chunk_id"]: r for r in conn.execute(
+            "SELECT c.chunk_id, d.sector, d.published_at FROM forum.chunks c JOIN forum.documents d USING (document_id)")}
+        energy = search(conn, "vaccine", 100, sectors=["energy"])
+        assert [r["chunk_id"] for r in energy] == [r["chunk_id"] for r in all_hits if info[r["chunk_id"]]["sector"] == "energy"]
+        window = search(conn, "vaccine", 100, after=day(5), before=day(20))
+        assert [r["chunk_id"] for r in window] == [
+            r["chunk_id"] for r in all_hits
+            if info[r["chunk_id"]]["published_at"] and day(5) <= info[r["chunk_id"]]["published_at"] < day(20)]
+        # Selective filter, small k: still a full top-k, in the unfiltered order.
+        top3 = search(conn, "vaccine", 3, sectors=["health"], after=day(8))
+        assert len(top3) == 3
+        assert all(info[r["chunk_id"]]["sector"] == "health" and info[r["chunk_id"]]["published_at"] >= day(8) for r in top3)
+        assert [r["rank"] for r in top3] == [1, 2, 3]
+        assert search(conn, "vaccine", 5, sectors=["'; DROP TABLE x; --"]) == []

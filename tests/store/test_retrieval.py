@@ -1,0 +1,146 @@
+"""RET-2…6 against a real database: dense search with filters, the hybrid pipeline, its trace and
+bad input."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from atlas.embeddings import HashedEmbedder
+from atlas.retrieval.model import RetrievalOptions
+from atlas.retrieval.query import QueryError
+from bench.synthetic_corpus import SyntheticCorpus
+from store import retrieval
+from store.db import Database
+from store.documents import ensure_embedding_index, register_embedder
+from tests.conftest import _fresh_database
+from tests.support.corpus import ingest, record
+
+EMBEDDER = HashedEmbedder()
+SIZE = 600
+
+
+@pytest.fixture(scope="module")
+def corpus_db(pg_server_url, tmp_path_factory):
+    """600 synthetic documents in five sectors (one holds ~1 %), HNSW index built."""
+    from atlas.config import Settings
+
+    db = Database.open(Settings(database_url=_fresh_database(pg_server_url), data_dir=tmp_path_factory.mktemp("ret")))
+    for batch in SyntheticCorpus(SIZE, seed=3).records(300):
+        ingest(db, batch, embedder=EMBEDDER)
+    model = register_embedder(db, EMBEDDER.name, EMBEDDER.engine, EMBEDDER.version, EMBEDDER.dim)
+    ensure_embedding_index(db, model["model_id"])
+    yield db
+    db.close()
+
+
+def facts(conn) -> dict[int, dict]:
+    return {r["chunk_id"]: r for r in conn.execute(
+        "SELECT c.chunk_id, d.sector, d.published_at FROM forum.chunks c JOIN forum.documents d USING (document_id)")}
+
+
+def exact_ids(conn, text, options):
+    return [c.chunk_id for c in retrieval.dense(conn, EMBEDDER, text, options, exact=True).candidates]
+
+
+QUERIES = SyntheticCorpus(SIZE, seed=3).queries(5)
+
+
+@pytest.mark.parametrize("sectors, days", [(None, None), (("finance",), None), (("climate",), None),
+                                           (("health", "energy"), 900), (None, 200)])
+def test_dense_filters_return_exactly_the_matching_rows(corpus_db, sectors, days):
+    after = datetime(2015, 1, 1, tzinfo=timezone.utc) + timedelta(days=days) if days else None
+    options = RetrievalOptions(dense_k=10, dense_threshold=-1.0, sectors=sectors, published_after=after)
+    with corpus_db.connection() as conn:
+        info = facts(conn)
+        eligible = [c for c, f in info.items() if (sectors is None or f["sector"] in sectors)
+                    and (after is None or f["published_at"] >= after)]
+        for text in QUERIES:
+            got = retrieval.dense(conn, EMBEDDER, text, options)
+            ids = [c.chunk_id for c in got.candidates]
+            assert len(ids) == min(10, len(eligible))          # a full top-k, however selective
+            assert set(ids) <= set(eligible)
+            assert ids == exact_ids(conn, text, options)       # and the right rows, in order
+            assert [c.rank for c in got.candidates] == list(range(1, len(ids) + 1))
+            sims = [c.score for c in got.candidates]
+            assert sims == sorted(sims, reverse=True)
+
+
+def test_dense_threshold_drops_weak_matches(corpus_db):
+    with corpus_db.connection() as conn:
+        loose = retrieval.dense(conn, EMBEDDER, QUERIES[0], RetrievalOptions(dense_threshold=-1.0))
+        strict = retrieval.dense(conn, EMBEDDER, QUERIES[0], RetrievalOptions())
+        assert len(loose.candidates) == 20
+        assert all(c.score >= 0.45 for c in strict.candidates)
+        assert [c.chunk_id for c in strict.candidates] == [c.chunk_id for c in loose.candidates if c.score >= 0.45]
+        assert strict.parameters["threshold"] == 0.45 and strict.parameters["k"] == 20
+
+
+def test_hybrid_search_trace(corpus_db):
+    result = retrieval.hybrid_search(corpus_db, QUERIES[1], EMBEDDER, RetrievalOptions(dense_threshold=0.0))
+    assert [s.stage for s in result.stages] == ["bm25", "dense", "fusion", "rerank"]
+    bm25, dense, fusion, rerank = result.stages
+    assert len(result.sources) == 5 and result.explanation == ""
+    assert bm25.engine == "postgresql-bm25okapi" and dense.engine == "pgvector-hnsw-cosine"
+    assert fusion.parameters["k"] == 50 and rerank.engine == "none"
+    for stage in result.stages:
+        assert stage.outcome.kind == "ok"
+        assert [c.rank for c in stage.candidates] == list(range(1, len(stage.candidates) + 1))
+    fused_ranks = fusion.ranks()
+    for position, source in enumerate(result.sources, start=1):
+        assert source.ranks["rerank"] == position
+        assert source.ranks["fusion"] == fused_ranks[source.chunk.chunk_id]
+        assert source.ranks["bm25"] is not None or source.ranks["dense"] is not None
+        assert len(source.context) <= 4000
+    trace = json.loads(json.dumps(result.as_dict(), default=str))
+    assert trace["stages"][0]["candidates"][0]["rank"] == 1 and trace["degraded_stages"] == []
+
+
+def test_retracted_documents_leave_both_legs(db):
+    ingest(db, [record("a", "Statins lower cholesterol in adults.", sector="health"),
+                record("b", "Statins and cholesterol: a retracted trial.", sector="health")])
+    options = RetrievalOptions(dense_threshold=0.0)
+    before = retrieval.hybrid_search(db, "statins cholesterol", EMBEDDER, options)
+    assert len(before.sources) == 2
+    ingest(db, [record("b", "Statins and cholesterol: a retracted trial.", sector="health", retracted=True)])
+    after = retrieval.hybrid_search(db, "statins cholesterol", EMBEDDER, options)
+    assert [s.chunk.title for s in after.sources] == [""] and len(after.sources) == 1
+    for stage in after.stages[:2]:
+        assert len(stage.candidates) == 1
+
+
+@pytest.mark.parametrize("query, message", [
+    ("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "limit is 4,000"), ("nul\x00byte", "NUL")])
+def test_bad_queries_are_clear_errors(db, query, message):
+    ingest(db, [record("a", "insulin")])
+    with pytest.raises(QueryError, match=message):
+        retrieval.hybrid_search(db, query, EMBEDDER)
+
+
+def test_bad_filters_and_metacharacters(db):
+    ingest(db, [record("a", "O'Brien's insulin study; \"quoted\" -- 100% done", sector="health"),
+                record("b", "insulin pumps", sector="energy")])
+    hostile = "'; DROP TABLE forum.chunks; -- \\ % _ \" $$"
+    result = retrieval.hybrid_search(db, hostile, EMBEDDER)
+    assert result.sources == [] and "no source matched" in result.explanation
+    quoted = retrieval.hybrid_search(db, "O'Brien's \"insulin\" 100%", EMBEDDER, RetrievalOptions(dense_threshold=0.0))
+    assert quoted.sources[0].chunk.body.startswith("O'Brien")
+    with pytest.raises(QueryError, match="unknown sector.*DROP TABLE.*energy, health"):
+        retrieval.hybrid_search(db, "insulin", EMBEDDER, RetrievalOptions(sectors=(hostile,)))
+    with pytest.raises(QueryError, match=r"unknown sector\(s\) 'defence'; the corpus has: energy, health"):
+        retrieval.hybrid_search(db, "insulin", EMBEDDER, RetrievalOptions(sectors=("defence",)))
+    future = datetime.now(timezone.utc) + timedelta(days=365)
+    empty = retrieval.hybrid_search(db, "insulin", EMBEDDER, RetrievalOptions(published_after=future))
+    assert empty.sources == [] and "future" in empty.explanation
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM forum.chunks").fetchone()["n"] == 2
+
+
+def test_stop_words_only_and_unknown_words_explain_the_empty_result(db):
+    ingest(db, [record("a", "insulin resistance")])
+    result = retrieval.hybrid_search(db, "the of and", EMBEDDER)
+    assert result.sources == []
+    assert "only stop words" in result.stage("bm25").note
+    assert "zero vector" in result.stage("dense").note
