@@ -63,18 +63,21 @@ def _copy_floor(settings) -> dict:
     """COPY the stored chunks and vectors into empty twins of the tables, build the same index."""
     from store.db import Database
 
-    with Database.open(settings) as db, db.transaction() as conn:
+    with Database.open(settings) as db, db.connection() as conn:  # rolled back: the floor leaves nothing
         chunks = conn.execute("SELECT chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable FROM forum.chunks").fetchall()
         vectors = conn.execute("SELECT chunk_id, model_id, embedding FROM forum.embeddings").fetchall()
         dim = conn.execute("SELECT dim FROM forum.embedding_models LIMIT 1").fetchone()["dim"]
-        conn.execute("CREATE TEMP TABLE chunks_floor (LIKE forum.chunks INCLUDING DEFAULTS INCLUDING GENERATED)")
-        conn.execute("CREATE TEMP TABLE embeddings_floor (LIKE forum.embeddings)")
+        conn.execute(
+            """CREATE TEMP TABLE chunks_floor (
+                   chunk_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, chunk_key text UNIQUE, document_id bigint,
+                   ordinal int, start_char int, end_char int, heading text, body text, searchable bool,
+                   lexemes tsvector GENERATED ALWAYS AS (forum.analyze(heading, body)) STORED)""")
+        conn.execute("CREATE TEMP TABLE embeddings_floor (LIKE forum.embeddings INCLUDING INDEXES)")
         conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
         start = time.perf_counter()
         with conn.cursor().copy("COPY chunks_floor (chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable) FROM STDIN") as copy:
             for row in chunks:
                 copy.write_row(tuple(row.values()))
-        conn.execute("UPDATE chunks_floor SET lexemes = forum.analyze(heading, body)")  # the analyzer is not optional
         with conn.cursor().copy("COPY embeddings_floor FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["int8", "int4", "vector"])
             for row in vectors:

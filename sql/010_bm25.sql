@@ -206,17 +206,18 @@ DECLARE
   floor_idf double precision;
 BEGIN
   SELECT chunk_count INTO n FROM forum.bm25_stats;
-  IF EXISTS (SELECT 1 FROM forum.bm25_terms t WHERE t.term = ANY (p_terms)
+  -- The vocabulary-wide mean is only needed when a query term is in more than half the chunks.
+  IF EXISTS (SELECT 1 FROM forum.bm25_terms t WHERE t.term = ANY (p_terms COLLATE "C")
               AND ln(n - t.df + 0.5) - ln(t.df + 0.5) < 0) THEN
     SELECT p_epsilon * sum(h.terms * (ln(n - h.df + 0.5) - ln(h.df + 0.5))) / sum(h.terms)
       INTO floor_idf FROM forum.bm25_df_counts h;
   END IF;
   RETURN QUERY
-  SELECT t.term, t.df,
+  SELECT t.term::text, t.df,
          CASE WHEN ln(n - t.df + 0.5) - ln(t.df + 0.5) < 0 THEN floor_idf
               ELSE ln(n - t.df + 0.5) - ln(t.df + 0.5) END,
          t.max_tf, t.min_doc_len
-    FROM forum.bm25_terms t WHERE t.term = ANY (p_terms);
+    FROM forum.bm25_terms t WHERE t.term = ANY (p_terms COLLATE "C");
 END $$;
 
 -- Chunks a sector / publication-window filter admits (NULL filter = everything). A recency window
@@ -236,11 +237,11 @@ CREATE INDEX IF NOT EXISTS documents_sector_published ON forum.documents (sector
 -- Top-k chunks by BM25 for a query, best first (ties: lower chunk_id first). Only chunks holding at
 -- least one query term are candidates.
 --
--- Exact top-k with MaxScore pruning (Turtle & Flood, 1995): terms are taken in decreasing order of
--- their best possible contribution; once the k-th best partial score of the chunks found so far
--- exceeds the sum of the remaining terms' bounds, no unseen chunk can enter the top k, and only
--- chunks whose partial score plus that bound reaches the k-th partial score need exact scoring.
--- Common terms (the ones with huge posting lists) are then never scanned.
+-- Exact top-k with MaxScore pruning (Turtle & Flood, 1995): terms are read in decreasing order of
+-- their best possible contribution (qtf * idf * saturated max tf at the shortest length). Once the
+-- k-th best partial score among the chunks seen exceeds the sum of the unread terms' bounds, no
+-- unseen chunk can reach the top k; the unread terms' postings are then read only for the chunks
+-- that can still get there. Common terms' long posting lists are thus mostly skipped.
 CREATE FUNCTION forum.bm25_search(
   p_query text, p_k integer DEFAULT 20,
   p_sectors text[] DEFAULT NULL, p_after timestamptz DEFAULT NULL, p_before timestamptz DEFAULT NULL,
@@ -250,14 +251,14 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
   avgdl double precision;
   filtered boolean := p_sectors IS NOT NULL OR p_after IS NOT NULL OR p_before IS NOT NULL;
-  q_terms text[]; q_weights double precision[]; q_bounds double precision[];
+  q_terms text[]; q_weights double precision[]; q_bounds double precision[]; q_dfs integer[];
+  first_pass_postings constant integer := 20000;
   n_terms integer;
   monotone boolean;
-  j integer := 0;
+  j integer;
   rest_bound double precision;
   cand_ids bigint[] := '{}'; cand_scores double precision[] := '{}';
   theta double precision;
-  survivors bigint[];
 BEGIN
   IF p_k IS NULL OR p_k < 1 THEN
     RAISE EXCEPTION 'bm25_search: k must be a positive integer, got %', p_k USING ERRCODE = 'invalid_parameter_value';
@@ -271,57 +272,74 @@ BEGIN
   END IF;
 
   -- weight = qtf * idf; bound = weight * the term's largest possible saturated tf.
+  WITH q AS (SELECT * FROM forum.bm25_query_terms(p_query))
   SELECT array_agg(x.term ORDER BY x.bound DESC, x.term), array_agg(x.weight ORDER BY x.bound DESC, x.term),
-         array_agg(x.bound ORDER BY x.bound DESC, x.term), bool_and(x.weight >= 0)
-    INTO q_terms, q_weights, q_bounds, monotone
-    FROM (SELECT i.term, q.qtf * i.idf AS weight,
+         array_agg(x.bound ORDER BY x.bound DESC, x.term), array_agg(x.df ORDER BY x.bound DESC, x.term),
+         bool_and(x.weight >= 0)
+    INTO q_terms, q_weights, q_bounds, q_dfs, monotone
+    FROM (SELECT i.term, i.df, q.qtf * i.idf AS weight,
                  q.qtf * i.idf * (i.max_tf * (p_k1 + 1) / (i.max_tf + p_k1 * (1 - p_b + p_b * i.min_doc_len / avgdl))) AS bound
-            FROM forum.bm25_query_terms(p_query) q
-            JOIN forum.bm25_idf(ARRAY(SELECT term FROM forum.bm25_query_terms(p_query)), p_epsilon) i USING (term)) x;
+            FROM q JOIN forum.bm25_idf(ARRAY(SELECT q.term FROM q), p_epsilon) i USING (term)) x;
   n_terms := coalesce(cardinality(q_terms), 0);
   IF n_terms = 0 THEN
     RETURN;  -- no query term occurs in the corpus
   END IF;
 
-  LOOP
+  -- Read the first terms in one pass, as many as fit a posting budget (at least one): pruning
+  -- rarely pays before that, and one statement costs less than one per term.
+  j := 1;
+  WHILE j < n_terms AND (SELECT sum(d) FROM unnest(q_dfs[1:j + 1]) d) <= first_pass_postings LOOP
     j := j + 1;
-    -- Add term j's postings to the cand_scores scores.
+  END LOOP;
+  SELECT array_agg(a.id), array_agg(a.s) INTO cand_ids, cand_scores
+    FROM (SELECT e.id, sum(w.weight * (e.tf * (p_k1 + 1) / (e.tf + p_k1 * (1 - p_b + p_b * e.len / avgdl)))) AS s
+            FROM unnest(q_terms[1:j], q_weights[1:j]) AS w(term, weight)
+            JOIN forum.bm25_postings b ON b.term = w.term COLLATE "C"
+            CROSS JOIN LATERAL unnest(b.chunk_ids, b.tfs, b.doc_lens) AS e(id, tf, len)
+           WHERE NOT filtered OR forum.chunk_passes_filters(e.id, p_sectors, p_after, p_before)
+           GROUP BY e.id) AS a;
+  cand_ids := coalesce(cand_ids, '{}'); cand_scores := coalesce(cand_scores, '{}');
+
+  LOOP
+    EXIT WHEN j = n_terms;
+    IF monotone AND cardinality(cand_ids) >= p_k THEN
+      SELECT sum(x) INTO rest_bound FROM unnest(q_bounds[j + 1:]) x;
+      SELECT s INTO theta FROM unnest(cand_scores) s ORDER BY s DESC OFFSET p_k - 1 LIMIT 1;
+      -- The margin, far above rounding error, keeps the pruning exact in floating point.
+      rest_bound := rest_bound * (1 + 1e-9) + 1e-12;
+      IF rest_bound < theta THEN
+        RETURN QUERY
+        WITH survivors AS MATERIALIZED (
+          SELECT p.id, p.s FROM unnest(cand_ids, cand_scores) AS p(id, s) WHERE p.s + rest_bound >= theta),
+        rest AS (
+          SELECT e.id, sum(w.weight * (e.tf * (p_k1 + 1) / (e.tf + p_k1 * (1 - p_b + p_b * e.len / avgdl)))) AS s
+            FROM unnest(q_terms[j + 1:], q_weights[j + 1:]) AS w(term, weight)
+            JOIN forum.bm25_postings b ON b.term = w.term COLLATE "C"
+            CROSS JOIN LATERAL unnest(b.chunk_ids, b.tfs, b.doc_lens) AS e(id, tf, len)
+           WHERE e.id IN (SELECT survivors.id FROM survivors)
+           GROUP BY e.id)
+        SELECT v.id, v.s + coalesce(r.s, 0), (row_number() OVER (ORDER BY v.s + coalesce(r.s, 0) DESC, v.id))::integer
+          FROM survivors v LEFT JOIN rest r USING (id)
+         ORDER BY 2 DESC, 1
+         LIMIT p_k;
+        RETURN;
+      END IF;
+    END IF;
+    j := j + 1;
+    -- Add term j's postings to the partial scores.
     SELECT array_agg(a.id), array_agg(a.s) INTO cand_ids, cand_scores
       FROM (SELECT u.id, sum(u.s) AS s
               FROM (SELECT * FROM unnest(cand_ids, cand_scores) AS p(id, s)
                     UNION ALL
                     SELECT e.id, q_weights[j] * (e.tf * (p_k1 + 1) / (e.tf + p_k1 * (1 - p_b + p_b * e.len / avgdl)))
                       FROM forum.bm25_postings b, unnest(b.chunk_ids, b.tfs, b.doc_lens) AS e(id, tf, len)
-                     WHERE b.term = q_terms[j]
+                     WHERE b.term = q_terms[j] COLLATE "C"
                        AND (NOT filtered OR forum.chunk_passes_filters(e.id, p_sectors, p_after, p_before))) AS u
              GROUP BY u.id) AS a;
     cand_ids := coalesce(cand_ids, '{}'); cand_scores := coalesce(cand_scores, '{}');
-    EXIT WHEN j = n_terms;
-    CONTINUE WHEN NOT monotone OR cardinality(cand_ids) < p_k;
-    SELECT sum(x) INTO rest_bound FROM unnest(q_bounds[j + 1:]) x;
-    SELECT s INTO theta FROM unnest(cand_scores) s ORDER BY s DESC OFFSET p_k - 1 LIMIT 1;
-    -- A margin far above rounding error keeps the pruning exact in floating point.
-    IF rest_bound * (1 + 1e-9) + 1e-12 < theta THEN
-      SELECT array_agg(p.id) INTO survivors FROM unnest(cand_ids, cand_scores) AS p(id, s)
-       WHERE p.s + rest_bound * (1 + 1e-9) + 1e-12 >= theta;
-      -- Exact scores of the survivors from their own lexemes.
-      RETURN QUERY
-      SELECT r.chunk_id, r.score, (row_number() OVER (ORDER BY r.score DESC, r.chunk_id))::integer
-        FROM (SELECT c.chunk_id,
-                     sum(q_weights[array_position(q_terms, u.lexeme)]
-                         * (coalesce(array_length(u.positions, 1), 1) * (p_k1 + 1)
-                            / (coalesce(array_length(u.positions, 1), 1)
-                               + p_k1 * (1 - p_b + p_b * c.token_count / avgdl)))) AS score
-                FROM forum.chunks c, unnest(c.lexemes) AS u
-               WHERE c.chunk_id = ANY (survivors) AND u.lexeme = ANY (q_terms)
-               GROUP BY c.chunk_id) AS r
-       ORDER BY r.score DESC, r.chunk_id
-       LIMIT p_k;
-      RETURN;
-    END IF;
   END LOOP;
 
-  -- Every term was read: cand_scores scores are exact.
+  -- Every term was read: partial scores are exact.
   RETURN QUERY
   SELECT p.id, p.s, (row_number() OVER (ORDER BY p.s DESC, p.id))::integer
     FROM unnest(cand_ids, cand_scores) AS p(id, s)

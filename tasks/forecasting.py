@@ -17,6 +17,7 @@ from atlas.forecasting.forecast import ForecastRecord, make_forecast
 from atlas.forecasting.lane import LaneQuestion, bind_question, series_frequency
 from atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
 from atlas.llm import make_driver_engine
+from atlas.providers import ProviderError
 from atlas.series.parsing import Observation
 from store import forecasts as repo
 from store.db import Database
@@ -38,7 +39,10 @@ def _with_evidence(settings: Settings, drivers: Sequence[Driver]) -> tuple[list[
     search, note = evidence_search(settings)
     if search is None:
         return list(drivers), note
-    return attach_evidence(drivers, search, per_driver=EVIDENCE_PER_DRIVER), note
+    try:
+        return attach_evidence(drivers, search, per_driver=EVIDENCE_PER_DRIVER), note
+    except ProviderError as exc:  # a typed degradation is recorded on the forecast, not hidden (RET-6)
+        return list(drivers), f"{note} degraded: {exc.kind}: {exc.detail}"
 
 
 @task(name="propose-drivers")

@@ -41,7 +41,9 @@ def embedder(settings: Settings) -> Embedder:
     key = (settings.embedder, settings.embed_dim)
     with _lock:
         if key not in _embedders:
-            _embedders[key] = make_embedder(settings.embedder, dim=settings.embed_dim)
+            # Only the hashed embedder has a free dimension; the others are fixed by their model.
+            dim = settings.embed_dim if settings.embedder == "hashed" else None
+            _embedders[key] = make_embedder(settings.embedder, dim=dim)
         return _embedders[key]
 
 

@@ -48,9 +48,10 @@ class HashedEmbedder:
         dim = self.dim
         for i, text in enumerate(texts):
             counts = Counter(_WORD.findall(text.lower()))
-            for token, tf in counts.items():
-                if token in _STOP:
-                    continue
+            # Stop words only count in a text made of nothing else ("it was the"), which would
+            # otherwise get a zero vector, whose cosine distance is undefined.
+            content = {t: tf for t, tf in counts.items() if t not in _STOP} or counts
+            for token, tf in content.items():
                 index, sign = _slot(token, dim)
                 rows.append(i)
                 cols.append(index)

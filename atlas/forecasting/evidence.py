@@ -17,7 +17,8 @@ QUOTE_CHARS = 400
 
 def citation(passage: dict[str, Any]) -> dict[str, Any]:
     text = str(passage.get("quote") or passage.get("body") or passage.get("text") or "")
-    keep = ("chunk_id", "document_id", "title", "heading", "url", "score", "rank", "start_char", "end_char")
+    keep = ("chunk_id", "document_id", "document_version", "source", "title", "url", "score", "rank",
+            "start_char", "end_char")
     cited = {k: passage[k] for k in keep if k in passage and passage[k] is not None}
     cited["quote"] = text[:QUOTE_CHARS]
     return cited

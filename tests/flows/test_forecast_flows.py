@@ -137,3 +137,30 @@ def test_demo_binds_resolves_scores_and_reports_and_backfill_twice_changes_nothi
     assert first["inserted"] == second["inserted"] == 0
     assert first["reproduced"] == second["reproduced"] == 3
     assert snapshot() == before
+
+
+def test_driver_evidence_cites_ingested_passages(prefect_env, atlas_env, db, tmp_path):
+    import json
+
+    from flows.forecast import DriverInput, ForecastRequest, forecast
+    from flows.ingest import ingest
+
+    source = {"name": "BLS releases", "importance": 5, "quality_score": 5, "licence": "public domain"}
+    rows = [{"id": "r1", "title": "Employment Situation", "source": source,
+             "text": "Initial jobless claims rose sharply in March as layoffs spread across manufacturing."},
+            {"id": "r2", "title": "CPI release", "source": source,
+             "text": "Shelter costs continued to push consumer prices higher through the spring."}]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ingest(path=str(corpus), format="jsonl")
+    summary = forecast(ForecastRequest(question="Will unemployment rise?", confidence_target=0.5, seed=1, drivers=[
+        DriverInput(name="claims", hypothesis="jobless claims rose as layoffs spread", effect=0.5, weight=1.0)]))
+    assert summary["n_samples"] == 1_000
+    with db.connection() as conn:
+        row = repo.get_forecast(conn, summary["forecast_id"])
+        [driver] = row["drivers"]
+        bodies = {r["chunk_id"]: r["body"] for r in conn.execute("SELECT chunk_id, body FROM forum.chunks")}
+    assert row["engine"]["evidence"] == "hybrid retrieval"
+    assert driver["evidence"], "the driver should cite at least one passage"
+    top = driver["evidence"][0]
+    assert top["quote"] in bodies[top["chunk_id"]] and "layoffs" in top["quote"]
