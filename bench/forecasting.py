@@ -57,7 +57,7 @@ def bench_monte_carlo(repeats: int) -> list[tuple]:
              f"MC / draws = {mc50 / dr50:.1f}×", "")]
 
 
-SETUP_SQL = """
+SETUP_FORECASTS = """
 INSERT INTO forum.forecasts (question, requested_via, issued_at, confidence_target, n_samples, seed, base_rate,
        probability, ci_low, ci_high, ci_method, ci_basis, distribution, drivers, engine)
 SELECT 'bench question ' || i, 'lane', t.target - interval '1 month', 0.9, 10000, i, 0.5, p, p, p, 'normal',
@@ -65,7 +65,8 @@ SELECT 'bench question ' || i, 'lane', t.target - interval '1 month', 0.9, 10000
   FROM generate_series(1, %(n)s) AS i,
        LATERAL (SELECT (date '2015-05-01' + ((hashint4(i) & 127) %% 128) * interval '1 month')::date AS target,
                        ((hashint4(i * 7) & 1023) / 1023.0)::float8 AS p) AS t
- ORDER BY i;
+ ORDER BY i"""
+SETUP_BINDINGS = """
 INSERT INTO forum.forecast_bindings (forecast_id, question_key, series_id, comparator, reference_date, target_date,
        deadline, bound_at)
 SELECT f.forecast_id, 'bench-' || f.forecast_id,
@@ -73,7 +74,7 @@ SELECT f.forecast_id, 'bench-' || f.forecast_id,
        (ARRAY['>', '>=', '<', '<='])[1 + f.forecast_id %% 4],
        (f.issued_at)::date, (f.issued_at + interval '1 month')::date,
        f.issued_at + interval '3 months', f.issued_at
-  FROM forum.forecasts f;
+  FROM forum.forecasts f
 """
 
 
@@ -89,8 +90,10 @@ def bench_scoring(settings: Settings, n: int) -> list[tuple]:
     with Database.open(settings) as db:
         repo.load_series_files(db, sorted(SERIES.glob("*.csv")))
         with db.transaction() as conn:
-            conn.execute(SETUP_SQL, {"n": n})
-            conn.execute("ANALYZE forum.forecasts; ANALYZE forum.forecast_bindings")
+            conn.execute(SETUP_FORECASTS, {"n": n})
+            conn.execute(SETUP_BINDINGS.replace("%%", "%"))
+            conn.execute("ANALYZE forum.forecasts")
+            conn.execute("ANALYZE forum.forecast_bindings")
         as_of = datetime(2026, 3, 31, tzinfo=UTC)
 
         def timed(mode: str, **options):

@@ -1,4 +1,4 @@
-"""Prefect configuration blocks: register with `prefect block register -m blocks`."""
+"""Prefect configuration blocks (deployments/deploy.sh registers them with the server)."""
 
 from blocks.database import AtlasDatabase
 from blocks.providers import AtlasProviders

@@ -13,7 +13,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from atlas.forecasting.montecarlo import Driver
+from atlas.forecasting.montecarlo import Driver, check_base_rate, check_confidence_target
 from tasks.forecasting import driver_evidence, propose_drivers, publish_forecast, run_monte_carlo
 from tasks.resources import resolve_settings
 
@@ -37,6 +37,8 @@ class ForecastRequest(BaseModel):
 
 @flow(name="forecast", log_prints=True)
 def forecast(request: ForecastRequest, database_block: str | None = None, providers_block: str | None = None) -> dict:
+    check_confidence_target(request.confidence_target)  # bad input fails before any provider is called
+    check_base_rate(request.base_rate)
     settings = resolve_settings(database_block, providers_block)
     issued_at = datetime.now(timezone.utc)
     supplied = [Driver(**d.model_dump()) for d in request.drivers] if request.drivers else None

@@ -93,6 +93,12 @@ class Database:
             vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
             level = migrations.applied(conn)
             counts = conn.execute("SELECT * FROM forum.table_counts()").fetchall()
+            models = conn.execute(
+                """SELECT m.name, m.engine, m.version, m.dim,
+                          (SELECT count(*) FROM forum.embeddings e WHERE e.model_id = m.model_id) AS vectors,
+                          to_regclass('forum.' || forum.embedding_index_name(m.model_id)) IS NOT NULL AS hnsw_index
+                     FROM forum.embedding_models m ORDER BY m.model_id"""
+            ).fetchall()
         return {
             "url": _redact(self.url),
             "data_dir": None if self.settings.database_url else str(self.settings.pgdata),
@@ -101,6 +107,7 @@ class Database:
             "migrations": [m["filename"] for m in level],
             "migration_level": level[-1]["filename"] if level else None,
             "counts": {row["table_name"]: row["row_count"] for row in counts},
+            "embedding_models": models,
         }
 
 

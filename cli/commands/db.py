@@ -25,7 +25,7 @@ def _status(args: argparse.Namespace) -> int:
     with Database.open() as db:
         info = db.status()
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info, indent=2, default=str))
         return 0
     print(f"database      {info['url']}")
     print(f"data dir      {info['data_dir'] or '(external server)'}")
@@ -34,6 +34,12 @@ def _status(args: argparse.Namespace) -> int:
     print(f"migrations    {len(info['migrations'])} applied, level {info['migration_level']}")
     print()
     print(table(["table", "rows"], sorted(info["counts"].items())))
+    if info["embedding_models"]:
+        print()
+        print(table(["embedding model", "engine", "version", "dim", "vectors", "HNSW index"],
+                    [(m["name"], m["engine"], m["version"], m["dim"], m["vectors"],
+                      "yes" if m["hnsw_index"] else "missing (exact search until the next ingest)")
+                     for m in info["embedding_models"]]))
     return 0
 
 

@@ -67,6 +67,7 @@ def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, sha
     from prefect import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
     from prefect.client.schemas.schedules import CronSchedule
+    from prefect.states import Scheduled
     from prefect.flow_engine import run_flow
 
     from flows.bind_forecasts import bind_forecasts
@@ -93,8 +94,12 @@ def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, sha
         client.request("POST", "/deployments/{id}/schedule", path_params={"id": deployment_id},
                        json={"min_runs": 3, "end_time": (datetime.now(UTC) + timedelta(days=5)).isoformat()})
         runs = client.read_flow_runs(deployment_filter=only_this)
-    assert len(runs) >= 3 and all(r.state.is_scheduled() for r in runs)
-    results = run_flow(bind_forecasts, flow_run=runs[0], parameters=runs[0].parameters)
+        assert len(runs) >= 3 and all(r.state.is_scheduled() for r in runs)
+        # Execute the first scheduled run now, as a worker would at its time (the engine would
+        # otherwise wait until tomorrow's 06:00 UTC).
+        client.set_flow_run_state(runs[0].id, Scheduled(scheduled_time=datetime.now(UTC)), force=True)
+        run = client.read_flow_run(runs[0].id)
+    results = run_flow(bind_forecasts, flow_run=run, parameters=run.parameters)
     assert [r["status"] for r in results] == ["bound"]
     with db.connection() as conn:
         assert repo.last_bound_at(conn) == datetime(2025, 4, 15, tzinfo=UTC)

@@ -143,4 +143,5 @@ def test_stop_words_only_and_unknown_words_explain_the_empty_result(db):
     result = retrieval.hybrid_search(db, "the of and", EMBEDDER)
     assert result.sources == []
     assert "only stop words" in result.stage("bm25").note
-    assert "zero vector" in result.stage("dense").note
+    assert result.stage("dense").candidates == [] and result.stage("dense").note
+    assert "only stop words" in result.explanation

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Deploy every flow in prefect.yaml to the Prefect server at $PREFECT_API_URL, then start a worker:
+#   PREFECT_API_URL=http://127.0.0.1:4200/api deployments/deploy.sh && prefect worker start --pool atlas-process
+# Idempotent: the work pool and blocks are created once, deployments are updated in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${PREFECT_API_URL:?set PREFECT_API_URL to your Prefect server, e.g. http://127.0.0.1:4200/api}"
+export ATLAS_PROJECT_DIR="${ATLAS_PROJECT_DIR:-$PWD}"   # where workers run the flows from
+prefect work-pool inspect atlas-process >/dev/null 2>&1 || prefect work-pool create atlas-process --type process
+for module in blocks.database blocks.providers; do prefect block register -m "$module"; done
+prefect --no-prompt deploy --all

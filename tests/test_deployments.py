@@ -1,0 +1,63 @@
+"""prefect.yaml deploys for real to a Prefect API, with typed parameters and the right schedules."""
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _deployments_in_yaml():
+    return yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+
+
+def test_every_entrypoint_is_a_flow_of_its_own_file():
+    from prefect.flows import load_flow_from_entrypoint
+
+    for deployment in _deployments_in_yaml():
+        path, _, name = deployment["entrypoint"].partition(":")
+        assert (REPO / path).parent.name == "flows"
+        assert load_flow_from_entrypoint(str(REPO / path) + ":" + name).name
+
+
+@pytest.fixture(scope="module")
+def deployed(prefect_env):
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "ATLAS_PROJECT_DIR": str(REPO),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "deployments/deploy.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    from prefect.client.orchestration import get_client
+
+    async def read():
+        async with get_client() as client:
+            return {f"{(await client.read_flow(d.flow_id)).name}/{d.name}": d for d in await client.read_deployments()}
+
+    return asyncio.run(read())
+
+
+def test_deploy_registers_every_deployment(deployed):
+    names = {d["name"] for d in _deployments_in_yaml()}
+    assert {key.split("/")[1] for key in deployed} >= names
+    assert all(d.work_pool_name == "atlas-process" for d in deployed.values())
+
+
+def test_parameters_are_typed_so_the_ui_shows_forms(deployed):
+    ingest = next(d for key, d in deployed.items() if key.endswith("/ingest"))
+    properties = ingest.parameter_openapi_schema["properties"]
+    assert properties["batch_size"]["type"] == "integer" and properties["batch_size"]["maximum"] == 50_000
+    assert properties["format"]["enum"] == ["auto", "jsonl", "folder", "beir"]
+    assert ingest.parameter_openapi_schema["required"] == ["path"]
+
+
+def test_binding_lane_ships_paused_and_nightly_scoring_is_a_utc_cron(deployed):
+    lane = next(d for key, d in deployed.items() if key.endswith("/bind-forecasts"))
+    nightly = next(d for key, d in deployed.items() if key.endswith("/score-accuracy"))
+    assert lane.schedules and not any(s.active for s in lane.schedules)
+    assert all(s.active and s.schedule.timezone == "UTC" and s.schedule.cron for s in nightly.schedules)
