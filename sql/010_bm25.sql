@@ -220,17 +220,16 @@ BEGIN
     FROM forum.bm25_terms t WHERE t.term = ANY (p_terms COLLATE "C");
 END $$;
 
--- Chunks a sector / publication-window filter admits (NULL filter = everything). A recency window
--- admits only documents with a known published_at in [after, before).
-CREATE FUNCTION forum.chunk_passes_filters(p_chunk_id bigint, p_sectors text[], p_after timestamptz,
-                                           p_before timestamptz)
-RETURNS boolean LANGUAGE sql STABLE AS $$
-  SELECT EXISTS (
-    SELECT 1 FROM forum.chunks c JOIN forum.documents d USING (document_id)
-     WHERE c.chunk_id = p_chunk_id
-       AND (p_sectors IS NULL OR d.sector = ANY (p_sectors))
-       AND (p_after IS NULL OR d.published_at >= p_after)
-       AND (p_before IS NULL OR d.published_at < p_before))
+-- Searchable chunks a sector / publication-window filter admits (NULL filter = no condition). A
+-- recency window admits only documents with a known published_at in [after, before).
+CREATE FUNCTION forum.filtered_chunk_ids(p_sectors text[], p_after timestamptz, p_before timestamptz)
+RETURNS bigint[] LANGUAGE sql STABLE AS $$
+  SELECT coalesce(array_agg(c.chunk_id), '{}')
+    FROM forum.documents d JOIN forum.chunks c USING (document_id)
+   WHERE c.searchable
+     AND (p_sectors IS NULL OR d.sector = ANY (p_sectors))
+     AND (p_after IS NULL OR d.published_at >= p_after)
+     AND (p_before IS NULL OR d.published_at < p_before)
 $$;
 CREATE INDEX IF NOT EXISTS documents_sector_published ON forum.documents (sector, published_at);
 
@@ -251,6 +250,7 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
   avgdl double precision;
   filtered boolean := p_sectors IS NOT NULL OR p_after IS NOT NULL OR p_before IS NOT NULL;
+  allowed bigint[];
   q_terms text[]; q_weights double precision[]; q_bounds double precision[]; q_dfs integer[];
   first_pass_postings constant integer := 20000;
   n_terms integer;
@@ -285,6 +285,14 @@ BEGIN
     RETURN;  -- no query term occurs in the corpus
   END IF;
 
+  IF filtered THEN
+    -- Filters are applied to postings as a hash lookup in the admitted chunk set, built once.
+    allowed := forum.filtered_chunk_ids(p_sectors, p_after, p_before);
+    IF cardinality(allowed) = 0 THEN
+      RETURN;
+    END IF;
+  END IF;
+
   -- Read the first terms in one pass, as many as fit a posting budget (at least one): pruning
   -- rarely pays before that, and one statement costs less than one per term.
   j := 1;
@@ -296,7 +304,7 @@ BEGIN
             FROM unnest(q_terms[1:j], q_weights[1:j]) AS w(term, weight)
             JOIN forum.bm25_postings b ON b.term = w.term COLLATE "C"
             CROSS JOIN LATERAL unnest(b.chunk_ids, b.tfs, b.doc_lens) AS e(id, tf, len)
-           WHERE NOT filtered OR forum.chunk_passes_filters(e.id, p_sectors, p_after, p_before)
+           WHERE NOT filtered OR e.id IN (SELECT unnest(allowed))
            GROUP BY e.id) AS a;
   cand_ids := coalesce(cand_ids, '{}'); cand_scores := coalesce(cand_scores, '{}');
 
@@ -334,7 +342,7 @@ BEGIN
                     SELECT e.id, q_weights[j] * (e.tf * (p_k1 + 1) / (e.tf + p_k1 * (1 - p_b + p_b * e.len / avgdl)))
                       FROM forum.bm25_postings b, unnest(b.chunk_ids, b.tfs, b.doc_lens) AS e(id, tf, len)
                      WHERE b.term = q_terms[j] COLLATE "C"
-                       AND (NOT filtered OR forum.chunk_passes_filters(e.id, p_sectors, p_after, p_before))) AS u
+                       AND (NOT filtered OR e.id IN (SELECT unnest(allowed)))) AS u
              GROUP BY u.id) AS a;
     cand_ids := coalesce(cand_ids, '{}'); cand_scores := coalesce(cand_scores, '{}');
   END LOOP;
