@@ -72,7 +72,7 @@ def _copy_floor(settings) -> dict:
                    chunk_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, chunk_key text UNIQUE, document_id bigint,
                    ordinal int, start_char int, end_char int, heading text, body text, searchable bool,
                    lexemes tsvector GENERATED ALWAYS AS (forum.analyze(heading, body)) STORED)""")
-        conn.execute("CREATE TEMP TABLE embeddings_floor (LIKE forum.embeddings INCLUDING INDEXES)")
+        conn.execute("CREATE TEMP TABLE embeddings_floor (LIKE forum.embeddings, PRIMARY KEY (chunk_id, model_id))")
         conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
         start = time.perf_counter()
         with conn.cursor().copy("COPY chunks_floor (chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable) FROM STDIN") as copy:

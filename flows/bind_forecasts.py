@@ -29,7 +29,8 @@ class LaneParameters(BaseModel):
     as_of: datetime | None = Field(default=None, description="issue time (UTC); empty = now. For replays and demos")
     fetch_series: list[str] = Field(default_factory=list,
                                     description="FRED ids to fetch as new vintages first (needs network); empty = none")
-    fred_api_key: str | None = Field(default=None, description="FRED API key; empty = the public CSV export")
+    fred_key_secret: str | None = Field(default=None, description="name of a Prefect Secret block holding a FRED "
+                                        "API key; empty = $FRED_API_KEY, else the public CSV export")
 
 
 @flow(name="bind-forecasts", log_prints=True)
@@ -41,7 +42,7 @@ def bind_forecasts(params: LaneParameters = LaneParameters(), database_block: st
         issued_at = issued_at.replace(tzinfo=timezone.utc)
     questions = params.questions or load_questions(Path(params.question_file or DEFAULT_QUESTION_FILE))
     if params.fetch_series:
-        fetch_series(settings, params.fetch_series, "fred", {"api_key": params.fred_api_key})
+        fetch_series(settings, params.fetch_series, params.fred_key_secret)
     check_lane_questions(settings, questions, issued_at)
     run_id = str(flow_run.id) if flow_run.id else None
     results = [bind_lane_question(settings, spec, issued_at, run_id) for spec in questions]

@@ -18,7 +18,8 @@ class ScoringParameters(BaseModel):
     as_of: datetime | None = Field(default=None, description="score deadlines passed by this instant (UTC); empty = now")
     fetch_series: list[str] = Field(default_factory=list,
                                     description="FRED ids to fetch as new vintages first (needs network); empty = none")
-    fred_api_key: str | None = Field(default=None, description="FRED API key; empty = the public CSV export")
+    fred_key_secret: str | None = Field(default=None, description="name of a Prefect Secret block holding a FRED "
+                                        "API key; empty = $FRED_API_KEY, else the public CSV export")
     fixed_base_rate: float = Field(default=0.5, ge=0, le=1, description="reference forecast for the second skill score")
     report_dir: str | None = Field(default=None, description="also write accuracy.md/json and reliability.png here")
 
@@ -30,7 +31,7 @@ def score_accuracy(params: ScoringParameters = ScoringParameters(), database_blo
     if as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=timezone.utc)
     if params.fetch_series:
-        fetch_series(settings, params.fetch_series, "fred", {"api_key": params.fred_api_key})
+        fetch_series(settings, params.fetch_series, params.fred_key_secret)
     run = resolve_and_score(settings, mode="nightly", as_of=as_of, run_id=str(flow_run.id) if flow_run.id else None)
     report, files = build_accuracy_report(settings, fixed_base_rate=params.fixed_base_rate, out_dir=params.report_dir)
     publish_report_artifacts(report)

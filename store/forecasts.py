@@ -3,7 +3,6 @@ live states. Bulk paths (observations, scores, due bindings) move data with COPY
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -12,10 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import psycopg
+from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
-from atlas.forecasting.binding import BoundQuestion
+from atlas.forecasting.binding import BindingError, BoundQuestion
 from atlas.forecasting.forecast import ForecastRecord
+from atlas.forecasting.lane import LaneQuestion, series_frequency
 from atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
 from atlas.series.connectors.base import FetchedVintage
 from atlas.series.connectors.file import FileConnector
@@ -100,6 +101,17 @@ def vintage_observations(conn: psycopg.Connection, vintage_id: int) -> list[Obse
     return [Observation(r["observation_date"], r["value"]) for r in rows]
 
 
+def visible_at_issue(conn: psycopg.Connection, spec: LaneQuestion, issued_at: datetime
+                     ) -> tuple[dict[str, Any], list[Observation]]:
+    """The newest vintage of the question's series fetched by the issue time, and its observations."""
+    series_frequency(spec)
+    vintage = latest_vintage(conn, spec.series_id, as_of=issued_at)
+    if vintage is None:
+        raise BindingError(f"question {spec.key!r}: no vintage of {spec.series_id} fetched by "
+                           f"{issued_at.isoformat()}; load one with `atlas series load`")
+    return vintage, vintage_observations(conn, vintage["vintage_id"])
+
+
 def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageData:
     observations = vintage_observations(conn, vintage["vintage_id"])
     return VintageData(
@@ -178,19 +190,17 @@ def get_forecast(conn: psycopg.Connection, forecast_id: int) -> dict[str, Any] |
 # ---------------------------------------------------------------- scoring
 
 
-def _copy_out(conn: psycopg.Connection, query: str, params: Sequence[Any] | dict[str, Any]) -> pd.DataFrame:
-    buffer = io.BytesIO()
-    with conn.cursor().copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv, HEADER)", params) as copy:
-        for block in copy:
-            buffer.write(block)
-    buffer.seek(0)
-    return pd.read_csv(buffer, keep_default_na=False, na_values=[""])
+def _frame(conn: psycopg.Connection, query: str, params: Sequence[Any] | dict[str, Any]) -> pd.DataFrame:
+    """A query's rows as a DataFrame, fetched as plain tuples (one round trip; no per-row dicts)."""
+    cursor = conn.cursor(row_factory=tuple_row)
+    rows = cursor.execute(query, params).fetchall()
+    return pd.DataFrame(rows, columns=[c.name for c in cursor.description])
 
 
 def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: datetime | None = None,
                  deadline_to: datetime | None = None, series_id: str | None = None) -> pd.DataFrame:
     """Bound forecasts whose deadline has passed at `as_of`, optionally with deadline in [from, to)."""
-    frame = _copy_out(
+    frame = _frame(
         conn,
         """SELECT b.forecast_id, f.probability, b.series_id, b.comparator, b.threshold, b.reference_date,
                   b.target_date
@@ -202,8 +212,7 @@ def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: da
             ORDER BY b.forecast_id""",
         {"as_of": as_of, "deadline_from": deadline_from, "deadline_to": deadline_to, "series": series_id},
     )
-    for column in ("comparator", "series_id"):
-        frame[column] = frame[column].astype(object)
+    frame["threshold"] = pd.to_numeric(frame["threshold"]).astype(np.float64)  # None -> NaN
     return frame
 
 
@@ -221,8 +230,8 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
     conn.execute("DROP TABLE IF EXISTS pg_temp.score_batch")
     conn.execute(f"CREATE TEMP TABLE score_batch ON COMMIT DROP AS SELECT {columns} FROM forum.forecast_scores "
                  "WITH NO DATA")
-    text = scores[SCORE_ROW_COLUMNS].to_csv(index=False, header=False, date_format="%Y-%m-%d",
-                                            float_format="%.17g", na_rep="")
+    # pandas writes floats with numpy's shortest round-trip repr, so values survive the text exactly.
+    text = scores[SCORE_ROW_COLUMNS].to_csv(index=False, header=False, date_format="%Y-%m-%d", na_rep="")
     with conn.cursor().copy(f"COPY score_batch ({columns}) FROM STDIN WITH (FORMAT csv)") as copy:
         copy.write(text.encode("utf-8"))
     differs = " OR ".join(f"s.{c} IS DISTINCT FROM b.{c}" for c in _COMPARED)
@@ -247,13 +256,15 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
 
 
 def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
-    frame = _copy_out(
+    frame = _frame(
         conn,
         """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason
              FROM forum.current_scores WHERE scoring_version = %s ORDER BY forecast_id""",
         (scoring_version,),
     )
-    frame["outcome"] = frame["outcome"].astype("Int64")
+    frame["outcome"] = pd.array(frame["outcome"].tolist(), dtype="Int64")
+    for column in ("probability", "brier"):
+        frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
     return frame
 
 

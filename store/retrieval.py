@@ -43,6 +43,9 @@ from store.db import Database
 # pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
 # an exact scan of the filtered rows (few, by then), so selective filters still return a full top-k.
 MAX_SCAN_TUPLES = 20_000
+# A filter admitting at most this many chunks is searched exactly: scoring them all is cheaper than
+# walking the graph past the many neighbours the filter rejects.
+EXACT_FILTER_LIMIT = 5_000
 
 
 def _filter_params(options: RetrievalOptions) -> tuple[list[str] | None, Any, Any]:
@@ -89,17 +92,16 @@ def _dense_rows(conn: psycopg.Connection, model: dict[str, Any], vector: np.ndar
               AND (%(sectors)s::text[] IS NULL OR d.sector = ANY (%(sectors)s::text[]))
               AND (%(after)s::timestamptz IS NULL OR d.published_at >= %(after)s::timestamptz)
               AND (%(before)s::timestamptz IS NULL OR d.published_at < %(before)s::timestamptz)
-            ORDER BY {distance}
-            LIMIT %(limit)s""").format(distance=distance)
+            ORDER BY {order}
+            LIMIT %(limit)s""").format(distance=distance,
+                                     # "+ 0" hides the ordering from the HNSW index: an exact scan.
+                                     order=sql.SQL("({}) + 0").format(distance) if exact else distance)
     sectors, after, before = _filter_params(options)
     # A top-level transaction, so the SET LOCALs end with this query (inside a savepoint they would
     # outlive it). Reads only: committing the caller's read transaction first is harmless.
     conn.commit()
     with conn.transaction():
-        if exact:
-            conn.execute("SET LOCAL enable_indexscan = off")
-            conn.execute("SET LOCAL enable_bitmapscan = off")
-        else:
+        if not exact:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(options.ef_search),))
             conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             conn.execute("SELECT set_config('hnsw.max_scan_tuples', %s, true)", (str(MAX_SCAN_TUPLES),))
@@ -134,12 +136,16 @@ def dense(conn: psycopg.Connection, embedder: Embedder, query: str, options: Ret
         stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
         stage.note = "the query embeds to a zero vector (no word the embedder knows)"
         return stage
+    if options.filtered and not exact and admitted_chunks(conn, options, EXACT_FILTER_LIMIT + 1) <= EXACT_FILTER_LIMIT:
+        exact = parameters["exact_for_selective_filter"] = True
     rows = _dense_rows(conn, model, vector, options, exact=exact, limit=options.dense_k)
     if len(rows) < options.dense_k and options.filtered and not exact:
         # The iterative scan gave up before finding k rows that pass the filters: the filtered set is
         # small, so an exact scan over it is cheap and complete.
         rows = _dense_rows(conn, model, vector, options, exact=True, limit=options.dense_k)
         parameters["exact_fallback"] = True
+    # Equal similarities (e.g. orthogonal vectors) come back in index order: make ties deterministic.
+    rows.sort(key=lambda r: (-r["similarity"], r["chunk_id"]))
     kept = [r for r in rows if r["similarity"] >= options.dense_threshold]
     stage.candidates = [Candidate(r["chunk_id"], i, float(r["similarity"])) for i, r in enumerate(kept, start=1)]
     stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense",
@@ -148,6 +154,20 @@ def dense(conn: psycopg.Connection, embedder: Embedder, query: str, options: Ret
         stage.note = (f"no chunk reaches cosine similarity {options.dense_threshold}" if rows
                       else "no embedded chunk" + (" within the filters" if options.filtered else ""))
     return stage
+
+
+def admitted_chunks(conn: psycopg.Connection, options: RetrievalOptions, cap: int) -> int:
+    """How many searchable chunks the filters admit, counted up to `cap`."""
+    sectors, after, before = _filter_params(options)
+    return conn.execute(
+        """SELECT count(*) AS n FROM (
+             SELECT 1 FROM forum.documents d JOIN forum.chunks c ON c.document_id = d.document_id
+              WHERE c.searchable
+                AND (%(sectors)s::text[] IS NULL OR d.sector = ANY (%(sectors)s::text[]))
+                AND (%(after)s::timestamptz IS NULL OR d.published_at >= %(after)s::timestamptz)
+                AND (%(before)s::timestamptz IS NULL OR d.published_at < %(before)s::timestamptz)
+              LIMIT %(cap)s) AS admitted""",
+        {"sectors": sectors, "after": after, "before": before, "cap": cap}).fetchone()["n"]
 
 
 def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int, ChunkText]:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from prefect import task
 
 from atlas.config import Settings
@@ -14,11 +13,10 @@ from atlas.forecasting.binding import BindingError
 from atlas.forecasting.drivers import RULE_VERSION, series_drivers
 from atlas.forecasting.evidence import EvidenceSearch, attach_evidence
 from atlas.forecasting.forecast import ForecastRecord, make_forecast
-from atlas.forecasting.lane import LaneQuestion, bind_question, series_frequency
+from atlas.forecasting.lane import LaneQuestion, bind_question
 from atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
 from atlas.llm import make_driver_engine
 from atlas.providers import ProviderError
-from atlas.series.parsing import Observation
 from store import forecasts as repo
 from store.db import Database
 from tasks.resources import database
@@ -74,23 +72,12 @@ def publish_forecast(settings: Settings, record: ForecastRecord, run_id: str | N
         return repo.insert_forecast(conn, record, run_id=run_id)
 
 
-def visible_at_issue(conn: psycopg.Connection, spec: LaneQuestion, issued_at: datetime
-                     ) -> tuple[dict[str, Any], list[Observation]]:
-    """The newest vintage of the question's series fetched by the issue time, and its observations."""
-    series_frequency(spec)
-    vintage = repo.latest_vintage(conn, spec.series_id, as_of=issued_at)
-    if vintage is None:
-        raise BindingError(f"question {spec.key!r}: no vintage of {spec.series_id} fetched by "
-                           f"{issued_at.isoformat()}; load one with `atlas series load`")
-    return vintage, repo.vintage_observations(conn, vintage["vintage_id"])
-
-
 def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
                          run_id: str | None, seed: int | None = None) -> dict[str, Any]:
     """Construct one lane forecast from the vintage visible at issue and bind it in the same
     transaction. Already bound (same key and target) → skipped, so re-running the lane adds nothing."""
     with db.transaction() as conn:
-        vintage, observations = visible_at_issue(conn, spec, issued_at)
+        vintage, observations = repo.visible_at_issue(conn, spec, issued_at)
         question = bind_question(spec, observations, issued_at)
         if repo.binding_exists(conn, question.key, question.target_date):
             return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
@@ -116,7 +103,7 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
         for spec in questions:
             try:
                 check_confidence_target(spec.confidence_target)
-                _, visible = visible_at_issue(conn, spec, issued_at)
+                _, visible = repo.visible_at_issue(conn, spec, issued_at)
                 bind_question(spec, visible, issued_at)
             except (BindingError, ForecastInputError) as exc:
                 problems.append(str(exc))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,22 @@ from store import scores
 from tasks.resources import database
 
 
+def fred_api_key(secret_block: str | None) -> str | None:
+    """The FRED API key from a Prefect Secret block, else $FRED_API_KEY; never a flow parameter."""
+    if secret_block:
+        from prefect.blocks.system import Secret
+
+        return Secret.load(secret_block).get()
+    return os.environ.get("FRED_API_KEY") or None
+
+
 @task(name="fetch-series", retries=0)
-def fetch_series(settings: Settings, series_ids: list[str], connector: str, options: dict[str, Any]
-                 ) -> list[dict[str, Any]]:
-    source = make_connector(connector, **options)
+def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | None) -> list[dict[str, Any]]:
+    """Fetch each series from FRED now and store it as a vintage (identical content is not stored twice)."""
+    # ATLAS_FRED_API_BASE / ATLAS_FRED_CSV_BASE point at a mirror (or a test server) instead of FRED.
+    bases = {option: os.environ[variable] for option, variable in
+             (("api_base", "ATLAS_FRED_API_BASE"), ("csv_base", "ATLAS_FRED_CSV_BASE")) if os.environ.get(variable)}
+    source = make_connector("fred", api_key=fred_api_key(key_secret), **bases)
     fetched = [source.fetch(series_id) for series_id in series_ids]
     with database(settings).transaction() as conn:
         return [{"series_id": v.series_id, "vintage_id": repo.store_vintage(conn, v)[0], "label": v.label}

@@ -59,30 +59,26 @@ def score_bindings(bindings: pd.DataFrame, vintages: Mapping[str, VintageData], 
         vintage = vintages.get(series_id)
         if vintage is None:
             continue
-        n = len(group)
         target_dates = _days(group["target_date"])
         target_present, target_value = _lookup(vintage, target_dates)
         uses_reference = group["reference_date"].notna().to_numpy()
-        reference_present = np.zeros(n, dtype=bool)
-        reference_value = group["threshold"].to_numpy(dtype=np.float64, na_value=np.nan).copy()
-        if uses_reference.any():
-            ref_dates = _days(group["reference_date"][uses_reference])
-            present, value = _lookup(vintage, ref_dates)
-            reference_present[uses_reference] = present
-            reference_value[uses_reference] = value
+        reference_dates = _days(group["reference_date"])  # NaT for threshold questions: never found
+        found, observed = _lookup(vintage, reference_dates)
+        reference_present = found & uses_reference
+        reference_value = np.where(uses_reference, observed, group["threshold"].to_numpy(dtype=np.float64))
         resolutions = resolve(
             group["comparator"].to_numpy(dtype=object), target_value, reference_value,
-            target_present=target_present, reference_present=reference_present,
-            target_dates=list(pd.Series(target_dates).dt.date),
-            reference_dates=[None if pd.isna(d) else pd.Timestamp(d).date() for d in group["reference_date"]],
-            vintage_labels=[f"{vintage.label} (#{vintage.vintage_id})"] * n,
-            vintage_last_dates=[vintage.last_date] * n,
+            target_present=target_present, reference_present=reference_present, target_dates=target_dates,
+            reference_dates=reference_dates, vintage_label=f"{vintage.label} (#{vintage.vintage_id})",
+            vintage_last_date=vintage.last_date,
         )
         resolved = resolutions.outcome != UNRESOLVED
         probability = group["probability"].to_numpy(dtype=np.float64)
         outcome = pd.array(np.where(resolved, resolutions.outcome, 0), dtype="Int16")
         outcome[~resolved] = pd.NA
         brier = np.where(resolved, (probability - resolutions.outcome) ** 2, np.nan)
+        reference_flag = pd.array(reference_present, dtype="boolean")
+        reference_flag[~uses_reference] = pd.NA  # no reference row for a fixed threshold
         frames.append(pd.DataFrame({
             "forecast_id": group["forecast_id"].to_numpy(),
             "scoring_version": scoring_version,
@@ -94,12 +90,11 @@ def score_bindings(bindings: pd.DataFrame, vintages: Mapping[str, VintageData], 
             "target_date": target_dates,
             "target_present": target_present,
             "target_value": target_value,
-            "reference_date": np.where(uses_reference, _days(group["reference_date"]), np.datetime64("NaT")),
-            "reference_present": pd.array(np.where(uses_reference, reference_present, False), dtype="boolean"),
+            "reference_date": reference_dates,
+            "reference_present": reference_flag,
             "reference_value": reference_value,
             "reason": resolutions.reason,
         }))
-        frames[-1].loc[~uses_reference, "reference_present"] = pd.NA
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SCORE_ROW_COLUMNS})
     return pd.concat(frames, ignore_index=True)[SCORE_ROW_COLUMNS]

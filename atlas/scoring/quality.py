@@ -3,6 +3,7 @@ and one current score per forecast and scoring version. GX is imported lazily (~
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,8 @@ def validate_current_scores(frame) -> QualityReport:
     missing = [c for c in SCORE_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"score frame lacks columns {missing}")
+    # The ephemeral context announces its temporary docs folder at INFO on every run: noise here.
+    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # keep flow logs readable
     batch = (context.data_sources.add_pandas("scores")

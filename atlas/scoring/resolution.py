@@ -35,6 +35,10 @@ class Resolutions:
     reason: list[str | None]
 
 
+def _day(value: np.datetime64) -> date:
+    return value.astype("datetime64[D]").astype(date)
+
+
 def _missing_reason(role: str, when: date, present: bool, vintage: str, last_date: date) -> str:
     if present:
         return (f"{role} observation {when} is empty in vintage {vintage} (never published there); "
@@ -43,14 +47,14 @@ def _missing_reason(role: str, when: date, present: bool, vintage: str, last_dat
 
 
 def resolve(comparators: np.ndarray, target_value: np.ndarray, reference_value: np.ndarray, *,
-            target_present: np.ndarray, reference_present: np.ndarray, target_dates: list[date],
-            reference_dates: list[date | None], vintage_labels: list[str], vintage_last_dates: list[date]
-            ) -> Resolutions:
+            target_present: np.ndarray, reference_present: np.ndarray, target_dates: np.ndarray,
+            reference_dates: np.ndarray, vintage_label: str, vintage_last_date: date) -> Resolutions:
     """Resolve n questions at once.
 
     `target_value`/`reference_value` are NaN where the vintage has no value (empty row or no row);
     `*_present` says whether the row exists at all, which only changes the wording of the reason.
-    For threshold questions `reference_value` holds the threshold and `reference_dates[i]` is None.
+    Dates are datetime64[D] arrays; for threshold questions `reference_value` holds the threshold
+    and `reference_dates[i]` is NaT. All rows are read from the one vintage named.
     """
     n = len(comparators)
     unknown_comparator = ~np.isin(comparators, list(COMPARATORS))
@@ -65,10 +69,10 @@ def resolve(comparators: np.ndarray, target_value: np.ndarray, reference_value: 
     for i in np.flatnonzero(~known):  # the few unresolvable rows get their words one by one
         parts = []
         if math.isnan(target_value[i]):
-            parts.append(_missing_reason("target", target_dates[i], bool(target_present[i]),
-                                         vintage_labels[i], vintage_last_dates[i]))
+            parts.append(_missing_reason("target", _day(target_dates[i]), bool(target_present[i]),
+                                         vintage_label, vintage_last_date))
         if math.isnan(reference_value[i]):
-            parts.append(_missing_reason("reference", reference_dates[i], bool(reference_present[i]),
-                                         vintage_labels[i], vintage_last_dates[i]))
+            parts.append(_missing_reason("reference", _day(reference_dates[i]), bool(reference_present[i]),
+                                         vintage_label, vintage_last_date))
         reason[i] = "; ".join(parts)
     return Resolutions(outcome, reason)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -34,7 +35,13 @@ def test_prefect_yaml_ships_the_lane_paused_and_scoring_nightly():
     nightly = _deployment("score-accuracy")
     assert nightly["schedules"][0]["active"] is True and nightly["schedules"][0]["timezone"] == "UTC"
     for name in ("forecast", "bind-forecasts", "score-accuracy", "backfill-scores"):
-        assert _deployment(name)["entrypoint"].startswith("flows/")
+        # the shipped parameters must validate against the flow's typed (pydantic) signature
+        deployment = _deployment(name)
+        path, function = deployment["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), function)
+        flow.validate_parameters(deployment.get("parameters") or {})
+        schema = flow.parameters.model_dump()
+        assert schema["definitions"], f"{name}: parameters should be typed models the UI renders as forms"
 
 
 def test_direct_forecast_flow_publishes_an_unscoreable_forecast(prefect_env, atlas_env, db):
@@ -131,6 +138,14 @@ def test_demo_binds_resolves_scores_and_reports_and_backfill_twice_changes_nothi
     assert (tmp_path / "report" / "reliability.png").read_bytes()[:4] == b"\x89PNG"
     again = run_forecast_demo(series_dir=SAMPLE_SERIES)
     assert again.counts == report.counts and again.metrics.brier == report.metrics.brier
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["accuracy-table", "accuracy-report"])))
+    assert {a.type for a in artifacts} == {"table", "markdown"}
+    assert any("| resolved | 2 |" in str(a.data) for a in artifacts if a.type == "markdown")
 
     def snapshot():
         with db.connection() as conn:
@@ -169,3 +184,20 @@ def test_driver_evidence_cites_ingested_passages(prefect_env, atlas_env, db, tmp
     assert driver["evidence"], "the driver should cite at least one passage"
     top = driver["evidence"][0]
     assert top["quote"] in bodies[top["chunk_id"]] and "layoffs" in top["quote"]
+
+
+def test_nightly_flow_fetches_a_new_vintage_over_http(prefect_env, atlas_env, db, monkeypatch, shared_data):
+    from flows.score_accuracy import ScoringParameters, score_accuracy
+    from tests.support.wire import Reply, WireServer
+
+    body = (shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv").read_text()
+    with WireServer() as srv:
+        srv.queue("/graph/fredgraph.csv", Reply(200, body, headers={"Content-Type": "text/csv"}))
+        monkeypatch.setenv("ATLAS_FRED_CSV_BASE", srv.url)
+        monkeypatch.delenv("FRED_API_KEY", raising=False)
+        result = score_accuracy(ScoringParameters(fetch_series=["UNRATE"]))
+    assert result["run"]["due"] == 0
+    with db.connection() as conn:
+        [vintage] = repo.list_vintages(conn)
+    assert (vintage["series_id"], vintage["connector"], vintage["row_count"], vintage["missing"]) == \
+        ("UNRATE", "fred-csv", 194, 1)

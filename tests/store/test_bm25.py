@@ -59,6 +59,11 @@ def assert_index_matches_chunks(conn) -> None:
     expected_histogram = conn.execute(
         "SELECT df, count(*) AS terms FROM forum.bm25_terms GROUP BY df ORDER BY df").fetchall()
     assert histogram == expected_histogram
+    forward = conn.execute(
+        """SELECT f.chunk_id, t.term, t.tf, f.doc_len FROM forum.bm25_forward f,
+                  unnest(f.terms, f.tfs) t(term, tf) ORDER BY 2, 1""").fetchall()
+    assert [(r["term"], r["chunk_id"], r["tf"], r["doc_len"]) for r in forward] == [
+        (r["term"], r["id"], r["tf"], r["len"]) for r in expected]
     blocks = conn.execute(
         """SELECT count(*) AS bad FROM forum.bm25_postings
             WHERE first_chunk <> (SELECT min(x) FROM unnest(chunk_ids) x)

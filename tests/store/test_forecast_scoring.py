@@ -137,6 +137,12 @@ def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
             conn.execute("""INSERT INTO forum.forecast_bindings (forecast_id, question_key, series_id, comparator,
                                 threshold, target_date, deadline, bound_at)
                             VALUES (%s, 'late', 'UNRATE', '>', 4, '2025-06-01', '2025-08-01', '2025-01-02')""", (fid,))
+    with pytest.raises(psycopg.errors.ForeignKeyViolation, match="only bound forecasts are scored"):
+        with db.transaction() as conn:
+            conn.execute("""INSERT INTO forum.forecast_scores (forecast_id, scoring_version, vintage_id, status,
+                                outcome, probability, brier, target_date, target_present)
+                            SELECT %s, 'brier-v1', vintage_id, 'resolved', 1, 0.4, 0.36, '2025-06-01', true
+                              FROM forum.series_vintages""", (fid,))
 
 
 def test_scores_and_forecasts_are_append_only(db, series):
