@@ -1,4 +1,7 @@
-"""`atlas demo`: the main job end to end on embedded defaults (embedded PostgreSQL, offline providers)."""
+"""`atlas demo`: the main job end to end on embedded defaults (embedded PostgreSQL, offline providers).
+
+All flows run in this one process, so the temporary Prefect API starts once.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +10,57 @@ from pathlib import Path
 
 from cli.output import table
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "scifact_sample.jsonl"
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample" / "scifact_sample.jsonl"
+DEMO_QUERY = "vitamin D deficiency and the risk of fractures"
+DIRECT_QUESTION = "Will the next large trial find that vitamin D supplementation lowers fracture risk?"
 
 
 def register(groups: argparse._SubParsersAction) -> None:
-    p = groups.add_parser("demo", help="start the database, ingest the bundled sample, and show what was stored")
+    p = groups.add_parser("demo", help="ingest the bundled sample, search it, forecast, bind, score, and report")
+    p.add_argument("--report-dir", type=Path, default=REPO / "out" / "demo", help="where the Accuracy report files go")
     p.set_defaults(handler=_demo)
 
 
+def _heading(text: str) -> None:
+    print(f"\n== {text}")
+
+
 def _demo(args: argparse.Namespace) -> int:
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        return _run(args.report_dir)
+
+
+def _run(report_dir: Path) -> int:
     from cli.commands.ingest import print_summary, run_ingest
+    from cli.commands.search import print_result, run_search
+    from flows.forecast import ForecastRequest, forecast
+    from flows.forecast_demo import run_forecast_demo
     from store.db import Database
 
-    print(f"== 1. ingest {SAMPLE.name} (200 SciFact abstracts, ODC-By 1.0, allenai/scifact)")
+    _heading(f"1. ingest {SAMPLE.relative_to(REPO)} — 200 SciFact abstracts (ODC-By 1.0, allenai/scifact)")
     print_summary(run_ingest(str(SAMPLE)))
+
+    _heading(f"2. hybrid search: {DEMO_QUERY!r}")
+    print_result(run_search(DEMO_QUERY))
+
+    _heading("3. a forecast requested directly: published, never bound, so unscoreable (FC-4/FC-6)")
+    direct = forecast(ForecastRequest(question=DIRECT_QUESTION, confidence_target=0.9, base_rate=0.5, requested_via="cli"))
+    print(f"forecast {direct['forecast_id']} ({direct['state']}): p = {direct['probability']:.4f}, "
+          f"interval [{direct['interval'][0]:.4f}, {direct['interval'][1]:.4f}], ci_basis: {direct['ci_basis']}")
+    print(direct["interval_wording"])
+
+    _heading("4. the binding lane issues bound forecasts on real FRED series; nightly scoring resolves them")
+    report = run_forecast_demo(report_dir=report_dir)
+    print(report.markdown())
+    print(f"(report files in {report_dir})")
 
     with Database.open() as db:
         info = db.status()
-        print(f"\n== 2. what is stored — {info['url']} (PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']})")
-        print(f"data dir: {info['data_dir'] or '(external server)'}; migration level {info['migration_level']}")
-        print(table(["table", "rows"], sorted(info["counts"].items())))
+    _heading(f"5. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
+             f"migration level {info['migration_level']}")
+    print(f"data dir: {info['data_dir'] or '(external server)'}")
+    print(table(["table", "rows"], sorted((k, v) for k, v in info["counts"].items() if v)))
     return 0
