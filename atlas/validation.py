@@ -8,6 +8,7 @@ and its context is built once per process.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -72,6 +73,8 @@ def _origin_sort_key(origin: str) -> tuple:
 def _validator() -> tuple[Any, Any]:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)  # no INFO chatter per context
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "beir" / "corpus.jsonl"
-WORDS_PER_DOCUMENT = 170  # ~1.1 kB of text: one 1,200-character chunk per synthetic document
+WORDS_PER_DOCUMENT = 120  # ~0.85 kB of text: about one 1,200-character chunk per synthetic document
 
 
 def write_synthetic_jsonl(path: Path, documents: int, *, seed: int = 7) -> Path:
@@ -97,7 +97,7 @@ def _run(corpus: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000], help="synthetic corpus sizes, in chunks")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 90_000], help="synthetic corpus sizes, in documents (~1.1 chunks each)")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -34,7 +34,10 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_search)
 
 
-def _search(args: argparse.Namespace) -> int:
+def run_search(query: str, *, top_k: int = 5, rrf_k: int = 50, sectors: list[str] | None = None,
+               since: datetime | None = None, until: datetime | None = None,
+               reranker: str | None = None, embedder: str | None = None):
+    """Hybrid retrieval with the environment's settings; returns the full RetrievalResult."""
     from atlas.config import settings_from_env
     from atlas.embeddings import make_embedder
     from atlas.rerank import make_reranker
@@ -43,24 +46,24 @@ def _search(args: argparse.Namespace) -> int:
     from store.retrieval import hybrid_search
 
     settings = settings_from_env()
-    embedder_name = args.embedder or settings.embedder
-    embedder = make_embedder(embedder_name, dim=settings.embed_dim if embedder_name == "hashed" else None)
-    reranker = make_reranker(args.reranker or settings.reranker, model_dir=settings.reranker_model_dir)
-    options = RetrievalOptions(top_k=args.top_k, rrf_k=args.rrf_k,
-                               sectors=tuple(args.sectors) if args.sectors else None,
-                               published_after=args.since, published_before=args.until)
+    embedder_name = embedder or settings.embedder
+    model = make_embedder(embedder_name, dim=settings.embed_dim if embedder_name == "hashed" else None)
+    rerank = make_reranker(reranker or settings.reranker, model_dir=settings.reranker_model_dir)
+    options = RetrievalOptions(top_k=top_k, rrf_k=rrf_k, sectors=tuple(sectors) if sectors else None,
+                               published_after=since, published_before=until)
     with Database.open(settings) as db:
-        result = hybrid_search(db, args.query, embedder, options, reranker)
-    if args.json:
-        print(json.dumps(result.as_dict(), indent=2, default=str))
-        return 0
+        return hybrid_search(db, query, model, options, rerank)
+
+
+def print_result(result) -> None:
+    """Each stage's engine and outcome, then the final sources with their rank in every stage."""
     for stage in result.stages:
         status = stage.outcome.kind if stage.outcome else "ok"
         line = f"{stage.stage:<7} {stage.engine} ({stage.version}): {len(stage.candidates)} candidates, {status}"
         print(line + (f" — {stage.note}" if stage.note else ""))
     if not result.sources:
         print(f"\nno sources: {result.explanation}")
-        return 0
+        return
     rows = []
     for position, source in enumerate(result.sources, start=1):
         r = source.ranks
@@ -72,4 +75,13 @@ def _search(args: argparse.Namespace) -> int:
         cut = " […]" if source.truncated else ""
         print(f"\n[{position}] {source.chunk.title or '(untitled)'} — {source.chunk.source_name}")
         print(f"    {source.context[:300]}{'…' if len(source.context) > 300 else ''}{cut}")
+
+
+def _search(args: argparse.Namespace) -> int:
+    result = run_search(args.query, top_k=args.top_k, rrf_k=args.rrf_k, sectors=args.sectors, since=args.since,
+                        until=args.until, reranker=args.reranker, embedder=args.embedder)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, default=str))
+    else:
+        print_result(result)
     return 0
