@@ -187,14 +187,16 @@ def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch
     with db.transaction() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_WRITE_LOCK,))
         source_ids = _upsert_sources(conn, [r.source for r in records])
-        new_hashes = {d.record.content_hash for d in prepared.documents}
-        result = WriteResult(status_changes=_sync_status(conn, [r for r in records if r.content_hash not in new_hashes], source_ids))
+        result = WriteResult()
         if prepared.documents:
             document_ids = _insert_documents(conn, prepared, source_ids)
             chunk_ids = _insert_chunks(conn, prepared, source_ids, document_ids)
             result.documents_added = len(document_ids)
             result.chunks_added = sum(1 for c in chunk_ids if c >= 0)
             result.embeddings_added = _insert_embeddings(conn, prepared, chunk_ids)
+        # After the inserts, every record's content is stored: bring current version and flags in
+        # line (a no-op for what was just inserted, whatever `prepared` claimed was new).
+        result.status_changes = _sync_status(conn, records, source_ids)
         if result.documents_added or result.status_changes:
             result.event_id = record_event(conn, "INGEST_BATCH", {
                 "documents_added": result.documents_added, "chunks_added": result.chunks_added,

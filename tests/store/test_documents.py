@@ -78,6 +78,14 @@ def test_retraction_takes_chunks_out_of_retrieval(db):
     assert _counts(db)["searchable"] == 19
 
 
+def test_flags_apply_even_when_a_prepared_record_turns_out_to_be_stored(db):
+    write_batch(db, CORPUS[:2], prepare(CORPUS[:2], EMBEDDER))
+    retracted = [dataclasses.replace(CORPUS[0], retracted=True), CORPUS[1]]
+    result = write_batch(db, retracted, prepare(retracted, EMBEDDER))  # planned as if nothing were stored
+    assert (result.documents_added, result.status_changes) == (0, 1)
+    assert _counts(db)["searchable"] == 1
+
+
 def test_a_new_document_that_arrives_retracted_is_never_searchable(db):
     _ingest(db, [_record("r1", "Retracted finding about storage.", retracted=True)])
     assert _counts(db)["searchable"] == 0
