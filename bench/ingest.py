@@ -90,8 +90,12 @@ def _copy_floor(settings) -> dict:
 
 def _run(corpus: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="atlas-bench-") as data_dir:
+        # A Prefect home of its own: the temporary API's SQLite file is not shared with other processes.
+        env = {**os.environ, "PREFECT_HOME": str(Path(data_dir) / "prefect")}
         out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", str(corpus), data_dir],
-                             cwd=REPO, capture_output=True, text=True, check=True)
+                             cwd=REPO, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"ingesting {corpus.name} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -149,3 +149,12 @@ def test_stop_words_only_and_unknown_words_explain_the_empty_result(db):
     assert "only stop words" in result.stage("bm25").note
     assert result.stage("dense").candidates == [] and result.stage("dense").note
     assert "only stop words" in result.explanation
+
+
+def test_known_sectors_are_those_of_current_documents(db):
+    ingest(db, [record("a", "insulin first version", sector="finance"), record("b", "statins", sector="health")])
+    ingest(db, [record("a", "insulin second version", sector="energy")])  # supersedes a's finance version
+    with db.connection() as conn:
+        expected = [r["sector"] for r in conn.execute(
+            "SELECT DISTINCT sector FROM forum.documents WHERE is_current ORDER BY sector")]
+        assert retrieval.known_sectors(conn) == expected == ["energy", "health"]
