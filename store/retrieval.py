@@ -253,7 +253,8 @@ def finish(query: str, options: RetrievalOptions, lexical: StageResult, semantic
            fused: StageResult, chunks: dict[int, ChunkText], reranker: Reranker) -> RetrievalResult:
     """Rerank (falling back to the fused order on failure) and assemble the traced result."""
     start = time.perf_counter()
-    reranked = stages.rerank(reranker, query, fused, rerank_texts(chunks, options), options)
+    reranked = stages.rerank(reranker, query, fused, rerank_texts(chunks, options), options,
+                             {chunk_id: chunk.document_id for chunk_id, chunk in chunks.items()})
     all_stages = [lexical, semantic, fused, reranked]
     sources = stages.assemble_sources(all_stages, reranked, chunks, options)
     return RetrievalResult(query=query, options=options, stages=all_stages, sources=sources,

@@ -29,6 +29,7 @@ class RetrievalOptions:
     rrf_k: int = 50                  # RET-3
     rerank_candidates: int = 20      # fused candidates the reranker sees
     top_k: int = 5                   # RET-4: final sources
+    one_per_document: bool = True    # a source is a document: its best-ranked passage stands for it
     max_context_chars: int = 4000    # RET-4: per source
     sectors: tuple[str, ...] | None = None
     published_after: datetime | None = None   # inclusive

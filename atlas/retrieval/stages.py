@@ -33,16 +33,36 @@ def fuse(bm25: StageResult, dense: StageResult, options: RetrievalOptions) -> St
     )
 
 
+def _final(ranked: Sequence[Candidate], options: RetrievalOptions,
+           document_of: Mapping[int, int] | None) -> list[Candidate]:
+    """The first `top_k` candidates, re-ranked 1…k; with `one_per_document`, later passages of a
+    document already chosen are skipped, so the sources are distinct documents."""
+    chosen: list[Candidate] = []
+    seen: set[int] = set()
+    for candidate in ranked:
+        document = (document_of or {}).get(candidate.chunk_id) if options.one_per_document else None
+        if document is not None:
+            if document in seen:
+                continue
+            seen.add(document)
+        chosen.append(Candidate(candidate.chunk_id, len(chosen) + 1, candidate.score))
+        if len(chosen) == options.top_k:
+            break
+    return chosen
+
+
 def rerank(reranker: Reranker, query: str, fused: StageResult, texts: Mapping[int, str],
-           options: RetrievalOptions) -> StageResult:
-    """Rerank the top fused candidates and keep `top_k`.
+           options: RetrievalOptions, document_of: Mapping[int, int] | None = None) -> StageResult:
+    """Rerank the top fused candidates and keep `top_k` (distinct documents when `document_of`,
+    chunk id → document id, is given and `options.one_per_document` holds).
 
     If the reranker fails, the stage falls back to the fused order, records the typed outcome of the
     failure (timeout, rate_limited, auth, unavailable, bad_response) and says that it degraded: it
     never returns an empty success.
     """
     pool = [c for c in fused.candidates[:options.rerank_candidates] if c.chunk_id in texts]
-    parameters = {"top_k": options.top_k, "candidates": len(pool), "max_context_chars": options.max_context_chars}
+    parameters = {"top_k": options.top_k, "candidates": len(pool), "max_context_chars": options.max_context_chars,
+                  "one_per_document": bool(options.one_per_document and document_of is not None)}
     stage = StageResult(stage="rerank", engine=reranker.engine, version=reranker.version, parameters=parameters)
     if not pool:
         stage.outcome = ProviderOutcome(provider=reranker.name, stage="rerank")
@@ -57,11 +77,11 @@ def rerank(reranker: Reranker, query: str, fused: StageResult, texts: Mapping[in
         stage.outcome = outcome
         stage.note = (f"reranker {reranker.name} failed ({exc.kind}: {exc.detail}); "
                       f"degraded to the fused order")
-        stage.candidates = [Candidate(c.chunk_id, i, c.score) for i, c in enumerate(pool[:options.top_k], start=1)]
+        stage.candidates = _final(pool, options, document_of)
         return stage
     stage.outcome = outcome
-    stage.candidates = [Candidate(pool[index].chunk_id, rank, score)
-                        for rank, (index, score) in enumerate(ranked[:options.top_k], start=1)]
+    stage.candidates = _final([Candidate(pool[index].chunk_id, rank, score)
+                               for rank, (index, score) in enumerate(ranked, start=1)], options, document_of)
     return stage
 
 

@@ -4,6 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from atlas.rerank.none import NoReranker
 from atlas.retrieval.context import cap_context
 from atlas.retrieval.fusion import reciprocal_rank_fusion
 from atlas.retrieval.model import Candidate, RetrievalOptions
@@ -77,3 +78,32 @@ def test_option_checks():
     assert "future" in reason
     naive, _ = check_options(RetrievalOptions(published_after=datetime(2020, 1, 1)), known)
     assert naive.published_after.tzinfo is timezone.utc
+
+
+def _fused(*chunk_ids):
+    from atlas.retrieval.stages import StageResult
+
+    return StageResult("fusion", "rrf", "1", {}, [Candidate(c, rank, 1.0 / rank) for rank, c in enumerate(chunk_ids, start=1)])
+
+
+class _FailingReranker:
+    name = engine = "failing"
+    version = "1"
+
+    def rerank(self, query, passages):
+        from atlas.providers import ProviderUnavailable
+
+        raise ProviderUnavailable("failing", "503 from the test")
+
+
+@pytest.mark.parametrize("reranker", [NoReranker(), _FailingReranker()], ids=["ranked", "degraded"])
+def test_final_sources_are_distinct_documents_best_passage_first(reranker):
+    from atlas.retrieval.stages import rerank
+
+    document_of = {11: 1, 12: 1, 21: 2, 31: 3, 13: 1, 41: 4}
+    texts = {c: f"passage {c}" for c in document_of}
+    stage = rerank(reranker, "q", _fused(11, 12, 21, 13, 31, 41), texts, RetrievalOptions(top_k=3), document_of)
+    assert [(c.chunk_id, c.rank) for c in stage.candidates] == [(11, 1), (21, 2), (31, 3)]
+    assert stage.parameters["one_per_document"] is True
+    passages = rerank(reranker, "q", _fused(11, 12, 21), texts, RetrievalOptions(top_k=3, one_per_document=False), document_of)
+    assert [c.chunk_id for c in passages.candidates] == [11, 12, 21]
