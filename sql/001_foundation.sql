@@ -68,13 +68,25 @@ CREATE TABLE forum.chunks (
   heading     text NOT NULL DEFAULT '',
   body        text NOT NULL CHECK (length(body) > 0),
   searchable  boolean NOT NULL DEFAULT true,   -- false once the document is superseded, retracted or withdrawn
-  lexemes     tsvector GENERATED ALWAYS AS (forum.analyze(heading, body)) STORED,
-  token_count integer GENERATED ALWAYS AS (forum.tsvector_token_count(forum.analyze(heading, body))) STORED,
+  lexemes     tsvector NOT NULL,               -- forum.analyze(heading, body), set by chunks_lexemes
+  token_count integer NOT NULL,                -- tokens as BM25 counts them, set by chunks_lexemes
   CHECK (end_char > start_char),
   CHECK (end_char - start_char = length(body)),
   UNIQUE (document_id, ordinal)
 );
 CREATE INDEX chunks_document ON forum.chunks (document_id);
+
+-- Lexical columns are computed once per row here rather than by two generated expressions (the
+-- analyzer dominates COPY time). The trigger overrides whatever a client sends, so the columns
+-- always equal the analyzer's output.
+CREATE FUNCTION forum.set_chunk_lexemes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.lexemes := forum.analyze(NEW.heading, NEW.body);
+  NEW.token_count := forum.tsvector_token_count(NEW.lexemes);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER chunks_lexemes BEFORE INSERT OR UPDATE OF heading, body, lexemes, token_count ON forum.chunks
+  FOR EACH ROW EXECUTE FUNCTION forum.set_chunk_lexemes();
 
 -- Offsets must slice the document back to the exact chunk text; checked once per statement.
 CREATE FUNCTION forum.check_chunk_offsets() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -123,8 +135,10 @@ CREATE TABLE forum.embeddings (
   PRIMARY KEY (chunk_id, model_id)
 );
 
--- Register a model and give it its own HNSW cosine index (a partial expression index, since
--- models differ in dimension). Idempotent; refuses a known name with a different dimension.
+-- Register a model (idempotent; refuses a known name with a different dimension). Its HNSW index
+-- is built separately: a bulk load writes first and builds the index once at the end (an
+-- incremental HNSW insert costs ~5x a build per row). Until the index exists, dense search is
+-- exact (a sequential scan), never wrong.
 CREATE FUNCTION forum.ensure_embedding_model(p_name text, p_engine text, p_version text, p_dim integer)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE m forum.embedding_models;
@@ -135,14 +149,36 @@ BEGIN
     IF m.dim <> p_dim THEN
       RAISE EXCEPTION 'embedding model % is registered with dimension %, not %', p_name, m.dim, p_dim;
     END IF;
-  ELSE
-    INSERT INTO forum.embedding_models (name, engine, version, dim) VALUES (p_name, p_engine, p_version, p_dim)
-    RETURNING * INTO m;
+    RETURN m.model_id;
+  END IF;
+  INSERT INTO forum.embedding_models (name, engine, version, dim) VALUES (p_name, p_engine, p_version, p_dim)
+  RETURNING * INTO m;
+  RETURN m.model_id;
+END $$;
+
+CREATE FUNCTION forum.embedding_index_name(p_model_id integer) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT 'embeddings_hnsw_m' || p_model_id $$;
+
+-- Each model gets its own HNSW cosine index: a partial expression index, since models differ in
+-- dimension. True when it was built now.
+CREATE FUNCTION forum.ensure_embedding_index(p_model_id integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE m forum.embedding_models;
+BEGIN
+  SELECT * INTO STRICT m FROM forum.embedding_models WHERE model_id = p_model_id;
+  IF to_regclass('forum.' || forum.embedding_index_name(p_model_id)) IS NOT NULL THEN
+    RETURN false;
   END IF;
   EXECUTE format(
-    'CREATE INDEX IF NOT EXISTS %I ON forum.embeddings USING hnsw ((embedding::vector(%s)) vector_cosine_ops) WHERE model_id = %s',
-    'embeddings_hnsw_m' || m.model_id, m.dim, m.model_id);
-  RETURN m.model_id;
+    'CREATE INDEX %I ON forum.embeddings USING hnsw ((embedding::vector(%s)) vector_cosine_ops) WHERE model_id = %s',
+    forum.embedding_index_name(p_model_id), m.dim, m.model_id);
+  RETURN true;
+END $$;
+
+CREATE FUNCTION forum.drop_embedding_index(p_model_id integer) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('DROP INDEX IF EXISTS forum.%I', forum.embedding_index_name(p_model_id));
 END $$;
 
 -- Audit log: append-only and hash-chained, so an edit anywhere breaks verification from there on.
