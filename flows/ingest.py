@@ -86,7 +86,8 @@ def ingest(
             pending.wait()
         if bar:
             bar.close()
-    index_seconds = build_index(settings, model["model_id"])
+        # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
+        index_seconds = build_index(settings, model["model_id"])
 
     elapsed = time.perf_counter() - started
     summary = {

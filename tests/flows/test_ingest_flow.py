@@ -75,6 +75,8 @@ def test_a_batch_with_one_bad_row_writes_nothing_and_names_the_row(atlas_env, tm
     assert report.failed_origins == ["bad.jsonl:18"]
     assert {f.column for f in report.failures} == {"source_importance", "text", "published_at"}
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 10, "only the clean first batch"
+    assert _count(atlas_env, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_m%'") == 1, \
+        "the committed batch is indexed although the run failed"
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents WHERE external_id = %s" % repr(bad[17]["id"]).replace('"', "'")) == 0
     artifact = Artifact.get("ingest-validation-failure")
     assert artifact is not None and "bad.jsonl:18" in str(artifact.data)
