@@ -1,6 +1,7 @@
 """Ingest flow: sources → documents → chunks → embeddings → PostgreSQL (ING-1…6).
 
-Per batch: load → validate → (skip stored content) → chunk → embed → write. Batches stream, so
+Per batch: load → validate → (skip stored content) → chunk → embed → write; after the batches, the
+HNSW index is built and the BM25 posting blocks the batches added are merged. Batches stream, so
 memory does not grow with the corpus; each write is one transaction, submitted so that the database
 writes batch n while Python prepares batch n+1. A failing batch writes nothing and stops the run;
 a re-run skips what earlier runs stored.
@@ -22,7 +23,8 @@ from atlas.ingestion import BatchInFlight
 from atlas.records import InputError, SourceInfo, detect_format, iter_raw
 from store.db import record_event
 from store.documents import WriteResult
-from tasks.ingest import begin_load, build_index, chunk_batch, embed_batch, load_batch, skip_stored, validate_batch, write_batch
+from tasks.ingest import (begin_load, build_index, chunk_batch, compact_postings, embed_batch, load_batch, skip_stored,
+                          validate_batch, write_batch)
 from tasks.resources import database, resolve_settings
 
 
@@ -88,6 +90,7 @@ def ingest(
             bar.close()
         # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
         index_seconds = build_index(settings, model["model_id"])
+        compaction = compact_postings(settings)
 
     elapsed = time.perf_counter() - started
     summary = {
@@ -96,6 +99,7 @@ def ingest(
         "embeddings_added": totals.embeddings_added, "status_changes": totals.status_changes,
         "embedder": model["embedder"], "embedder_engine": model["engine"], "embedder_version": model["version"],
         "index_mode": "rebuild" if model["bulk"] else "incremental", "index_seconds": round(index_seconds, 2),
+        "bm25_blocks_merged": compaction.blocks_merged, "bm25_compaction_seconds": round(compaction.seconds, 2),
         "seconds": round(elapsed, 2), "chunks_per_second": round(totals.chunks_added / elapsed, 1) if elapsed else 0.0,
     }
     with database(settings).transaction() as conn:

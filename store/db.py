@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from atlas.config import Settings, settings_from_env
-from store import migrations, pgserver
+from store import migrations, native, pgserver
 
 MIN_PGVECTOR = (0, 5)
 
@@ -45,6 +45,7 @@ class Database:
     url: str
     pool: ConnectionPool
     settings: Settings
+    bm25_kernel: native.KernelStatus | None = None  # set when this handle applied migrations
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, migrate: bool = True, max_size: int = 4) -> "Database":
@@ -55,8 +56,10 @@ class Database:
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
             if tuple(int(p) for p in version.split(".")[:2]) < MIN_PGVECTOR:
                 raise DatabaseError(f"pgvector {version} is too old; Forum Atlas needs >= 0.5")
+            kernel = None
             if migrate:
                 migrations.apply_pending(conn)
+                kernel = native.ensure_bm25_kernel(conn, enabled=settings.bm25_kernel)
         pool = ConnectionPool(
             url,
             min_size=1,
@@ -65,7 +68,7 @@ class Database:
             configure=_configure,
             open=True,
         )
-        return cls(url=url, pool=pool, settings=settings)
+        return cls(url=url, pool=pool, settings=settings, bm25_kernel=kernel)
 
     def close(self) -> None:
         self.pool.close()
@@ -92,6 +95,7 @@ class Database:
             server = conn.execute("SHOW server_version").fetchone()["server_version"]
             vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
             level = migrations.applied(conn)
+            bm25_engine = native.engine(conn)
             counts = conn.execute("SELECT * FROM forum.table_counts()").fetchall()
             models = conn.execute(
                 """SELECT m.name, m.engine, m.version, m.dim,
@@ -106,6 +110,8 @@ class Database:
             "pgvector_version": vector["extversion"],
             "migrations": [m["filename"] for m in level],
             "migration_level": level[-1]["filename"] if level else None,
+            "bm25_engine": bm25_engine,
+            "bm25_kernel_note": self.bm25_kernel.reason if self.bm25_kernel else "",
             "counts": {row["table_name"]: row["row_count"] for row in counts},
             "embedding_models": models,
         }

@@ -6,7 +6,8 @@
     result.sources            # final passages, best first, each with its rank in every stage
     result.as_dict()          # the full trace for an evidence snapshot
 
-BM25 scoring runs in SQL (`forum.bm25_search`, sql/010_bm25.sql). Planner settings for the dense
+BM25 scoring runs in the database (`forum.bm25_search`, sql/010_bm25.sql and sql/011: a native
+kernel where store/native.py could install one, else PL/pgSQL). Planner settings for the dense
 query are set with SET LOCAL inside the query's own transaction, so a prepared statement cannot
 run with stale settings.
 """
@@ -80,13 +81,14 @@ def bm25(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> Sta
     sectors, after, before = _filter_params(options)
     start = time.perf_counter()
     rows = conn.execute(
-        """SELECT chunk_id, score, rank
+        """SELECT chunk_id, score, rank, (SELECT forum.bm25_engine()) AS served_by
              FROM forum.bm25_search(%s, %s, %s::text[], %s::timestamptz, %s::timestamptz, %s, %s, %s)""",
         (query, options.bm25_k, sectors, after, before, options.k1, options.b, options.epsilon),
     ).fetchall()
     outcome = ProviderOutcome(provider=BM25_ENGINE, stage="bm25", latency_ms=(time.perf_counter() - start) * 1000)
+    served_by = rows[0]["served_by"] if rows else conn.execute("SELECT forum.bm25_engine() AS e").fetchone()["e"]
     stage = StageResult(
-        stage="bm25", engine=BM25_ENGINE, version=BM25_VERSION,
+        stage="bm25", engine=BM25_ENGINE, version=f"{BM25_VERSION}; {served_by}",
         parameters={"k": options.bm25_k, "k1": options.k1, "b": options.b, "epsilon": options.epsilon,
                     "analyzer": "forum.analyze (english)", **options.filters()},
         candidates=[Candidate(r["chunk_id"], r["rank"], r["score"]) for r in rows], outcome=outcome)

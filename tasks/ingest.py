@@ -1,4 +1,5 @@
-"""Ingestion tasks: load → validate → chunk → embed → write, plus the HNSW index around a load.
+"""Ingestion tasks: load → validate → chunk → embed → write, plus the indexes after a load (HNSW
+build, BM25 posting compaction).
 
 Each batch task takes and returns the same `BatchInFlight`, filling in its next stage.
 """
@@ -85,3 +86,8 @@ def build_index(settings: Settings, model_id: int) -> float:
     start = time.perf_counter()
     documents.ensure_embedding_index(database(settings), model_id)
     return time.perf_counter() - start
+
+
+@ingest_task
+def compact_postings(settings: Settings) -> documents.Compaction:
+    return documents.compact_bm25_postings(database(settings))

@@ -42,7 +42,7 @@ def pg_server_url() -> str:
     Its data directory is outside pytest's numbered temp folders, which a concurrent pytest run
     may rotate away; the server deletes it when the session ends.
     """
-    from store import migrations, pgserver
+    from store import migrations, native, pgserver
 
     url = os.environ.get("ATLAS_TEST_DATABASE_URL")
     if not url:
@@ -55,6 +55,7 @@ def pg_server_url() -> str:
     with psycopg.connect(make_conninfo(url, dbname=TEMPLATE), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         migrations.apply_pending(conn)
+        native.ensure_bm25_kernel(conn)  # as Database.open does; test databases are cloned with it
     return url
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from atlas.providers import ProviderOutcome
 
 BM25_ENGINE = "postgresql-bm25okapi"
-BM25_VERSION = "forum.bm25_search/010 (rank_bm25 0.2.2 BM25Okapi semantics)"
+BM25_VERSION = "forum.bm25_search/011 (rank_bm25 0.2.2 BM25Okapi semantics)"
 DENSE_ENGINE = "pgvector-hnsw-cosine"
 FUSION_ENGINE = "reciprocal-rank-fusion"
 

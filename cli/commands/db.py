@@ -32,6 +32,8 @@ def _status(args: argparse.Namespace) -> int:
     print(f"PostgreSQL    {info['server_version']}")
     print(f"pgvector      {info['pgvector_version']}")
     print(f"migrations    {len(info['migrations'])} applied, level {info['migration_level']}")
+    note = f" ({info['bm25_kernel_note']})" if info["bm25_kernel_note"] else ""
+    print(f"BM25 engine   {info['bm25_engine']}{note}")
     print()
     print(table(["table", "rows"], sorted(info["counts"].items())))
     if info["embedding_models"]:

@@ -61,6 +61,6 @@ def _run(report_dir: Path) -> int:
         info = db.status()
     _heading(f"5. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
              f"migration level {info['migration_level']}")
-    print(f"data dir: {info['data_dir'] or '(external server)'}")
+    print(f"data dir: {info['data_dir'] or '(external server)'}; BM25 engine: {info['bm25_engine']}")
     print(table(["table", "rows"], sorted((k, v) for k, v in info["counts"].items() if v)))
     return 0

@@ -11,6 +11,9 @@ def test_status_reports_versions_level_and_counts(database_url, monkeypatch, cap
     assert info["migration_level"] == info["migrations"][-1] and info["counts"]["documents"] == 0
     assert main(["db", "status"]) == 0
     assert "migrations" in capsys.readouterr().out
+    monkeypatch.setenv("ATLAS_BM25_KERNEL", "off")
+    assert main(["db", "status"]) == 0
+    assert "BM25 engine   PL/pgSQL MaxScore (disabled by ATLAS_BM25_KERNEL=off)" in capsys.readouterr().out
 
 
 def test_audit_verify_passes_then_names_a_tampered_row(db, monkeypatch, capsys, database_url):

@@ -1,4 +1,8 @@
-"""RET-1: BM25 in PostgreSQL equals rank_bm25.BM25Okapi, and its index follows ingestion exactly."""
+"""RET-1: BM25 in PostgreSQL equals rank_bm25.BM25Okapi, and its index follows ingestion exactly.
+
+Every search test runs against both engines behind `forum.bm25_search`: the native C kernel
+(store/native.py) and the PL/pgSQL MaxScore search it falls back to.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,29 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from store import native
 from store.db import Database
+from store.documents import compact_bm25_postings
 from tests.conftest import _fresh_database
 from tests.support.corpus import bm25_corpus, ingest, query_tokens, record, scifact_queries, scifact_records
 
 SCIFACT_DOCS = 1200
 
 
-def search(conn, text: str, k: int = 10, **filters):
-    return conn.execute(
-        "SELECT chunk_id, score, rank FROM forum.bm25_search(%s, %s, %s::text[], %s::timestamptz, %s::timestamptz)",
-        (text, k, filters.get("sectors"), filters.get("after"), filters.get("before"))).fetchall()
+@pytest.fixture(params=["native kernel", "plpgsql"])
+def search(request):
+    """`search(conn, text, k, **filters)` through one engine."""
+    if request.param == "native kernel" and native._compiler() is None:
+        pytest.skip("no C compiler here: the native kernel cannot be built (the PL/pgSQL search serves BM25)")
+    function = "forum.bm25_search" if request.param == "native kernel" else "forum.bm25_search_maxscore"
+
+    def run(conn, text: str, k: int = 10, **filters):
+        if request.param == "native kernel":
+            assert native.engine(conn).startswith("C kernel atlas_bm25_")
+        return conn.execute(
+            f"SELECT chunk_id, score, rank FROM {function}(%s, %s, %s::text[], %s::timestamptz, %s::timestamptz)",
+            (text, k, filters.get("sectors"), filters.get("after"), filters.get("before"))).fetchall()
+    return run
 
 
 def expected_top(conn, text: str, k: int = 10) -> tuple[list[tuple[int, float]], BM25Okapi]:
@@ -71,20 +87,25 @@ def assert_index_matches_chunks(conn) -> None:
     assert blocks["bad"] == 0
 
 
-@pytest.fixture(scope="module")
-def scifact_db(pg_server_url, shared_data, tmp_path_factory):
+@pytest.fixture(scope="module", params=["as ingested", "compacted"])
+def scifact_db(request, pg_server_url, shared_data, tmp_path_factory):
+    """1,200 SciFact abstracts in three ingest transactions (statistics add up across them), with
+    the posting blocks as the transactions wrote them, or merged by forum.bm25_compact."""
     from atlas.config import Settings
 
     settings = Settings(database_url=_fresh_database(pg_server_url), data_dir=tmp_path_factory.mktemp("bm25"))
     database = Database.open(settings)
     records = scifact_records(shared_data, SCIFACT_DOCS)
-    for start in range(0, len(records), 400):  # three ingest transactions: statistics add up across them
+    for start in range(0, len(records), 400):
         ingest(database, records[start:start + 400])
+    if request.param == "compacted":
+        compaction = compact_bm25_postings(database)
+        assert compaction.blocks_written < compaction.blocks_merged
     yield database
     database.close()
 
 
-def test_scores_equal_rank_bm25_on_scifact(scifact_db, shared_data):
+def test_scores_equal_rank_bm25_on_scifact(scifact_db, shared_data, search):
     queries = scifact_queries(shared_data)[:50]
     with scifact_db.connection() as conn:
         ids, corpus = bm25_corpus(conn)
@@ -103,7 +124,7 @@ def test_scores_equal_rank_bm25_on_scifact(scifact_db, shared_data):
         assert worst < 1e-9
 
 
-def test_full_ranking_matches_beyond_the_pruned_top(scifact_db, shared_data):
+def test_full_ranking_matches_beyond_the_pruned_top(scifact_db, shared_data, search):
     """k = 500 exercises the path that reads every posting list (no pruning possible)."""
     _, text = scifact_queries(shared_data)[7]
     with scifact_db.connection() as conn:
@@ -116,7 +137,59 @@ def test_index_statistics_equal_a_recomputation(scifact_db):
         assert_index_matches_chunks(conn)
 
 
-def test_incremental_ingest_retraction_and_new_versions(db):
+def block_sizes(conn, term: str) -> list[int]:
+    return [r["n"] for r in conn.execute(
+        "SELECT cardinality(chunk_ids) AS n FROM forum.bm25_postings WHERE term = %s ORDER BY first_chunk", (term,))]
+
+
+def test_compaction_merges_small_blocks_in_chunk_order(scifact_db):
+    with scifact_db.connection() as conn:
+        common = conn.execute("SELECT term FROM forum.bm25_terms ORDER BY df DESC LIMIT 1").fetchone()["term"]
+        df = conn.execute("SELECT df FROM forum.bm25_terms WHERE term = %s", (common,)).fetchone()["df"]
+        sizes = block_sizes(conn, common)
+        assert sum(sizes) == df
+        layout = conn.execute(
+            """SELECT max(t.small) AS most_small_blocks, bool_and(t.sorted) AS sorted
+                 FROM (SELECT count(*) FILTER (WHERE cardinality(chunk_ids) < 512) AS small,
+                              bool_and(chunk_ids = (SELECT array_agg(x ORDER BY x) FROM unnest(chunk_ids) x)) AS sorted
+                         FROM forum.bm25_postings GROUP BY term) t""").fetchone()
+        if len(sizes) == 3:  # as ingested: one block per ingest transaction
+            assert layout["most_small_blocks"] == 3
+        else:                # compacted: full blocks of 1,024, then the remainder; each in chunk order
+            assert sizes == [1024] * (df // 1024) + ([df % 1024] if df % 1024 else [])
+            assert layout["most_small_blocks"] == 1 and layout["sorted"]
+            assert compact_bm25_postings(scifact_db).blocks_merged == 0  # nothing left to merge
+
+
+def test_writes_after_compaction_keep_the_index_exact(db, search):
+    text = lambda n, i: f"insulin muscle cells {n} trial {i} " + "exercise " * (i % 3)  # noqa: E731
+    for n in range(3):
+        ingest(db, [record(f"{n}-{i}", text(n, i)) for i in range(400)])
+    with db.connection() as conn:
+        before = search(conn, "insulin exercise", 100)
+        assert block_sizes(conn, "insulin") == [400, 400, 400]
+    compaction = compact_bm25_postings(db)
+    assert compaction.blocks_written < compaction.blocks_merged
+    with db.connection() as conn:
+        assert block_sizes(conn, "insulin") == [1024, 176]
+        assert_index_matches_chunks(conn)
+        assert search(conn, "insulin exercise", 100) == before
+    # A retraction rewrites a merged block; a new batch adds a small one; a second merge folds it in.
+    ingest(db, [record("1-4", text(1, 4), retracted=True)])
+    ingest(db, [record("late", "insulin and exercise, late")])
+    with db.connection() as conn:
+        assert block_sizes(conn, "insulin") == [1023, 176, 1]
+        assert_index_matches_chunks(conn)
+        expected, _ = expected_top(conn, "insulin exercise", 100)
+        assert_same_ranking(search(conn, "insulin exercise", 100), expected)
+    compact_bm25_postings(db)
+    with db.connection() as conn:
+        assert block_sizes(conn, "insulin") == [1023, 177]
+        assert_index_matches_chunks(conn)
+        assert_same_ranking(search(conn, "insulin exercise", 100), expected)
+
+
+def test_incremental_ingest_retraction_and_new_versions(db, search):
     ingest(db, [record("a", "Insulin resistance in muscle cells. Insulin signalling fails."),
                 record("b", "Muscle repair after exercise needs protein."),
                 record("c", "Cells divide; cells die; muscle cells regenerate slowly.")])
@@ -159,7 +232,7 @@ def test_incremental_ingest_retraction_and_new_versions(db):
         assert retracted in [r["chunk_id"] for r in search(conn, "insulin pumps")]
 
 
-def test_negative_idf_uses_epsilon_times_mean_idf(db):
+def test_negative_idf_uses_epsilon_times_mean_idf(db, search):
     # "cell" is in 3 of 4 chunks: its raw idf is negative, so rank_bm25 floors it at
     # epsilon * (mean raw idf over the whole vocabulary).
     ingest(db, [record("1", "cell growth factor"), record("2", "cell membrane cell wall"),
@@ -171,7 +244,7 @@ def test_negative_idf_uses_epsilon_times_mean_idf(db):
         assert_same_ranking(search(conn, "cell wall"), expected)
 
 
-def test_repeated_query_words_count_as_rank_bm25_counts_them(db):
+def test_repeated_query_words_count_as_rank_bm25_counts_them(db, search):
     ingest(db, [record("1", "protein folding and protein misfolding"), record("2", "protein diet"),
                 record("3", "folding chairs"), record("4", "diet and exercise")])
     with db.connection() as conn:
@@ -180,7 +253,7 @@ def test_repeated_query_words_count_as_rank_bm25_counts_them(db):
         assert_same_ranking(search(conn, "protein protein folding"), expected)
 
 
-def test_queries_that_match_nothing_return_no_rows(db):
+def test_queries_that_match_nothing_return_no_rows(db, search):
     ingest(db, [record("1", "insulin resistance")])
     with db.connection() as conn:
         assert search(conn, "the and of") == []          # stop words only
@@ -189,14 +262,14 @@ def test_queries_that_match_nothing_return_no_rows(db):
         assert conn.execute("SELECT count(*) AS n FROM forum.chunks").fetchone()["n"] == 1
 
 
-def test_empty_corpus_and_bad_k(db):
+def test_empty_corpus_and_bad_k(db, search):
     with db.connection() as conn:
         assert search(conn, "insulin") == []
         with pytest.raises(Exception, match="k must be a positive integer"):
             search(conn, "insulin", 0)
 
 
-def test_filters_return_exactly_the_matching_rows(db):
+def test_filters_return_exactly_the_matching_rows(db, search):
     from datetime import datetime, timezone
 
     day = lambda d: datetime(2024, 1, d, tzinfo=timezone.utc)  # noqa: E731
