@@ -240,7 +240,6 @@ atlas_bm25_top_k(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 
 	accumulator_init(&acc, 4096);
-	heap = palloc(sizeof(Hit) * k);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "bm25_native_top_k: SPI_connect failed");
@@ -284,6 +283,9 @@ atlas_bm25_top_k(PG_FUNCTION_ARGS)
 		}
 	}
 
+	/* A huge k costs no more memory than the chunks found. */
+	k = (int32) Min((uint64) k, Max(acc.used, 1));
+	heap = palloc(sizeof(Hit) * k);
 	for (uint64 slot = 0; slot <= acc.mask; slot++)
 	{
 		Hit			hit;

@@ -259,6 +259,7 @@ def test_queries_that_match_nothing_return_no_rows(db, search):
         assert search(conn, "the and of") == []          # stop words only
         assert search(conn, "zebrafish") == []           # unknown term
         assert search(conn, "'; DROP TABLE forum.chunks; --") == []
+        assert len(search(conn, "insulin resistance", 2_000_000_000)) == 1  # a huge k costs nothing extra
         assert conn.execute("SELECT count(*) AS n FROM forum.chunks").fetchone()["n"] == 1
 
 
