@@ -128,15 +128,16 @@ def ensure_bm25_kernel(conn: psycopg.Connection, *, enabled: bool = True) -> Ker
             _drop(conn)
             return KernelStatus(engine(conn), "disabled by ATLAS_BM25_KERNEL=off")
         reason, config = _unusable_reason(conn)
+        installed = engine(conn)
         if reason:
             # Another machine's process may have installed a kernel this one cannot see: keep it if it works.
-            if engine(conn).startswith("C kernel") and not _works(conn):
+            if installed.startswith("C kernel") and not _works(conn):
                 _drop(conn)
             return KernelStatus(engine(conn), reason)
         compiler = _compiler()
         name = library_name(config, compiler)
-        if engine(conn) == f"C kernel {name}" and _works(conn):
-            return KernelStatus(engine(conn))
+        if installed == f"C kernel {name}" and _works(conn):
+            return KernelStatus(installed)
         try:
             build(config, compiler, name)
         except (KernelBuildError, OSError) as exc:
