@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from atlas.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
-from atlas.embeddings.base import Embedder
-from atlas.records import Record
+from forum_atlas.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
+from forum_atlas.embeddings.base import Embedder
+from forum_atlas.records import Record
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,25 @@ class PreparedBatch:
         """What gets embedded: the title as context, then the chunk text (matches the lexical index)."""
         return [f"{d.record.title}\n{c.chunk.text}" if d.record.title else c.chunk.text
                 for d in self.documents for c in d.chunks]
+
+
+@dataclass
+class WriteResult:
+    """What one write (or, summed, a run) stored."""
+    documents_added: int = 0
+    chunks_added: int = 0
+    embeddings_added: int = 0
+    status_changes: int = 0
+    event_id: int | None = None
+
+    def __add__(self, other: "WriteResult") -> "WriteResult":
+        return WriteResult(
+            self.documents_added + other.documents_added,
+            self.chunks_added + other.chunks_added,
+            self.embeddings_added + other.embeddings_added,
+            self.status_changes + other.status_changes,
+            other.event_id or self.event_id,
+        )
 
 
 def plan_chunks(records: Sequence[Record], options: ChunkingOptions) -> PreparedBatch:

@@ -14,12 +14,12 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from atlas.chunking import ChunkingOptions
-from atlas.embeddings.base import Embedder
-from atlas.ingestion import prepare
-from atlas.records import SCIFACT_SOURCE, Record, iter_raw, load_rows, to_records
-from store.db import Database
-from store.documents import compact_bm25_postings, ensure_embedding_index, register_embedder, write_batch
+from forum_atlas.chunking import ChunkingOptions
+from forum_atlas.embeddings.base import Embedder
+from forum_atlas.ingestion import prepare
+from forum_atlas.records import SCIFACT_SOURCE, Record, iter_raw, load_rows, to_records
+from forum_atlas.store.db import Database
+from forum_atlas.store.documents import compact_bm25_postings, ensure_embedding_index, register_embedder, write_batch
 
 # One chunk per abstract: longer than SciFact's longest abstract (BEIR evaluates whole documents).
 WHOLE_DOCUMENT = ChunkingOptions(max_chars=10_000, overlap_chars=0)

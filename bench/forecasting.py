@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from atlas.config import Settings
-from atlas.forecasting.montecarlo import Driver, simulate
+from forum_atlas.config import Settings
+from forum_atlas.forecasting.montecarlo import Driver, simulate
 
 SERIES = Path(__file__).resolve().parent.parent / "data" / "series"
 UTC = timezone.utc
@@ -79,9 +79,9 @@ SELECT f.forecast_id, 'bench-' || f.forecast_id,
 
 
 def bench_scoring(settings: Settings, n: int) -> list[tuple]:
-    from store import forecasts as repo
-    from store.db import Database
-    from store.scores import run_scoring
+    from forum_atlas.store import forecasts as repo
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.scores import run_scoring
 
     start = time.perf_counter()
     import great_expectations  # noqa: F401  (imported lazily by the scorer; timed separately)
@@ -150,7 +150,7 @@ def main() -> None:
     rows = bench_monte_carlo(args.repeats)
     with tempfile.TemporaryDirectory(prefix="atlas-bench-fc-", dir="/tmp") as tmp:
         rows += bench_scoring(Settings(data_dir=Path(tmp)), args.forecasts)
-    from cli.output import table
+    from forum_atlas.cli.output import table
 
     print(table(["measure", "p50 / time", "p95", "target / ratio", "verdict"], rows))
 

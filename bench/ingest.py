@@ -48,8 +48,8 @@ def _child(corpus: str, data_dir: str) -> None:
     """Runs in a subprocess: ingest, then the reference on the same chunks; prints JSON."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from atlas.config import Settings
-    from flows.ingest import ingest
+    from forum_atlas.config import Settings
+    from forum_atlas.flows.ingest import ingest
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
@@ -61,7 +61,7 @@ def _child(corpus: str, data_dir: str) -> None:
 
 def _copy_floor(settings) -> dict:
     """COPY the stored chunks and vectors into empty twins of the tables, build the same index."""
-    from store.db import Database
+    from forum_atlas.store.db import Database
 
     with Database.open(settings) as db, db.connection() as conn:  # rolled back: the floor leaves nothing
         chunks = conn.execute("SELECT chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable FROM forum.chunks").fetchall()

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from atlas.retrieval.fusion import reciprocal_rank_fusion
-from atlas.retrieval.model import Candidate, RetrievalOptions
+from forum_atlas.retrieval.fusion import reciprocal_rank_fusion
+from forum_atlas.retrieval.model import Candidate, RetrievalOptions
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "scifact" / "beir"
 DEPTH = 100
@@ -60,10 +60,10 @@ def evaluate(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -
 
 
 def build_database(name: str, embedder) -> tuple[str, float]:
-    from atlas.config import Settings
     from bench.corpus_loading import fresh_database, load, scifact_records
     from bench.retrieval_speed import server_url
-    from store.db import Database
+    from forum_atlas.config import Settings
+    from forum_atlas.store.db import Database
 
     url = fresh_database(server_url(), name)
     with Database.open(Settings(database_url=url)) as db:
@@ -72,13 +72,13 @@ def build_database(name: str, embedder) -> tuple[str, float]:
 
 
 def main() -> int:
-    from atlas.config import Settings, settings_from_env
-    from atlas.embeddings import make_embedder
-    from atlas.rerank import make_reranker
-    from atlas.rerank.base import RerankerSetupError
-    from atlas.retrieval import stages
-    from store import retrieval
-    from store.db import Database
+    from forum_atlas.config import Settings, settings_from_env
+    from forum_atlas.embeddings import make_embedder
+    from forum_atlas.rerank import make_reranker
+    from forum_atlas.rerank.base import RerankerSetupError
+    from forum_atlas.retrieval import stages
+    from forum_atlas.store import retrieval
+    from forum_atlas.store.db import Database
 
     qrels = load_qrels(DATA / "qrels" / "test.tsv")
     queries = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open(encoding="utf-8"))
@@ -146,7 +146,7 @@ def main() -> int:
 
 def hnsw_recall(conn, embedder, queries: dict[str, str], ef_search: int, k: int = 20) -> float:
     """Mean overlap of the HNSW top-k with the exact top-k (no threshold), on real query embeddings."""
-    from store import retrieval
+    from forum_atlas.store import retrieval
 
     options = RetrievalOptions(ef_search=ef_search)
     model = retrieval.embedding_model(conn, embedder)

@@ -42,16 +42,16 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def server_url() -> str:
-    from store import pgserver
+    from forum_atlas.store import pgserver
 
     return pgserver.embedded_url(Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-retrieval")) / "pgdata")
 
 
 def build(url: str, name: str, size: int) -> dict:
-    from atlas.config import Settings
-    from atlas.embeddings import make_embedder
     from bench.corpus_loading import fresh_database, load
-    from store.db import Database
+    from forum_atlas.config import Settings
+    from forum_atlas.embeddings import make_embedder
+    from forum_atlas.store.db import Database
 
     db_url = fresh_database(url, name)
     with Database.open(Settings(database_url=db_url)) as db:
@@ -75,9 +75,9 @@ def existing_size(url: str, name: str) -> int:
 def bring_schema_current(db_url: str):
     """Pending migrations, the native BM25 kernel and posting compaction, on a corpus built by an
     earlier run (a no-op on one this run built)."""
-    from atlas.config import Settings, settings_from_env
-    from store.db import Database
-    from store.documents import compact_bm25_postings
+    from forum_atlas.config import Settings, settings_from_env
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.documents import compact_bm25_postings
 
     with Database.open(Settings(database_url=db_url, bm25_kernel=settings_from_env().bm25_kernel)) as db:
         compaction = compact_bm25_postings(db)
@@ -89,11 +89,11 @@ def bring_schema_current(db_url: str):
 
 def query_worker(db_url: str, size: int) -> dict:
     """Runs in its own process: our query paths only, so its peak RSS is theirs."""
-    from atlas.config import Settings
-    from atlas.embeddings import make_embedder
-    from atlas.retrieval.model import RetrievalOptions
-    from store import retrieval
-    from store.db import Database
+    from forum_atlas.config import Settings
+    from forum_atlas.embeddings import make_embedder
+    from forum_atlas.retrieval.model import RetrievalOptions
+    from forum_atlas.store import retrieval
+    from forum_atlas.store.db import Database
 
     queries = SyntheticCorpus(size).queries(QUERY_COUNT + WARMUP)
     embedder = make_embedder("hashed")

@@ -1,6 +1,6 @@
 """Prefect configuration blocks (deployments/deploy.sh registers them with the server)."""
 
-from blocks.database import AtlasDatabase
-from blocks.providers import AtlasProviders
+from forum_atlas.blocks.database import AtlasDatabase
+from forum_atlas.blocks.providers import AtlasProviders
 
 __all__ = ["AtlasDatabase", "AtlasProviders"]

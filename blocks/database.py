@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect.blocks.core import Block
 from pydantic import Field, SecretStr
 
-from atlas.config import Settings
+from forum_atlas.config import Settings
 
 
 class AtlasDatabase(Block):

@@ -9,7 +9,7 @@ from typing import Literal
 from prefect.blocks.core import Block
 from pydantic import Field
 
-from atlas.config import Settings
+from forum_atlas.config import Settings
 
 
 class AtlasProviders(Block):

@@ -11,7 +11,7 @@ import pkgutil
 import sys
 import warnings
 
-import cli.commands
+from forum_atlas.cli import commands
 
 # Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout for
 # the temporary Prefect server that the first flow of a process starts when no PREFECT_API_URL is set.
@@ -28,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="atlas", description="Forum Atlas: evidence-grounded briefs and scoreable forecasts")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     groups = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in sorted(pkgutil.iter_modules(cli.commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"cli.commands.{module.name}").register(groups)
+    for module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        importlib.import_module(f"forum_atlas.cli.commands.{module.name}").register(groups)
     return parser
 
 

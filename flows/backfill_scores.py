@@ -8,11 +8,11 @@ from datetime import date, datetime, time, timezone
 
 from prefect import flow
 from prefect.artifacts import create_table_artifact
-from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from tasks.resources import resolve_settings
-from tasks.scoring import resolve_and_score
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.scoring import resolve_and_score
 
 
 class BackfillParameters(BaseModel):
@@ -36,7 +36,7 @@ def backfill_scores(params: BackfillParameters, database_block: str | None = Non
     run = resolve_and_score(settings, mode="backfill", as_of=as_of, vintage_id=params.vintage_id,
                             series_id=params.series_id, deadline_from=_midnight(params.deadline_from),
                             deadline_to=_midnight(params.deadline_to),
-                            run_id=str(flow_run.id) if flow_run.id else None)
+                            run_id=flow_run_id())
     summary = run.as_dict()
     create_table_artifact(key="backfill-scores", description="backfill result",
                           table=[{"measure": k, "value": str(v)} for k, v in summary.items() if k != "quality_checks"])

@@ -12,15 +12,14 @@ from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_table_artifact
-from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from atlas.forecasting.lane import LaneQuestion, load_questions
-from tasks.forecasting import bind_lane_question, check_lane_questions
-from tasks.resources import resolve_settings
-from tasks.scoring import fetch_series
-
-DEFAULT_QUESTION_FILE = Path(__file__).resolve().parent.parent / "data" / "forecast_lane.json"
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.forecasting.lane import LaneQuestion, load_questions
+from forum_atlas.resources import data_file
+from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.forecasting import bind_lane_question, check_lane_questions
+from forum_atlas.tasks.scoring import fetch_series
 
 
 class LaneParameters(BaseModel):
@@ -40,11 +39,12 @@ def bind_forecasts(params: LaneParameters = LaneParameters(), database_block: st
     issued_at = params.as_of or datetime.now(timezone.utc)
     if issued_at.tzinfo is None:
         issued_at = issued_at.replace(tzinfo=timezone.utc)
-    questions = params.questions or load_questions(Path(params.question_file or DEFAULT_QUESTION_FILE))
+    questions = params.questions or load_questions(Path(params.question_file) if params.question_file
+                                                        else data_file("forecast_lane.json"))
     if params.fetch_series:
         fetch_series(settings, params.fetch_series, params.fred_key_secret)
     check_lane_questions(settings, questions, issued_at)
-    run_id = str(flow_run.id) if flow_run.id else None
+    run_id = flow_run_id()
     results = [bind_lane_question(settings, spec, issued_at, run_id) for spec in questions]
     create_table_artifact(key="bound-forecasts", table=[{k: str(v) for k, v in r.items()} for r in results],
                           description=f"binding lane run issued at {issued_at.isoformat()}")

@@ -10,12 +10,12 @@ from typing import Literal
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
-from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from atlas.forecasting.montecarlo import Driver, check_base_rate, check_confidence_target
-from tasks.forecasting import driver_evidence, propose_drivers, publish_forecast, run_monte_carlo
-from tasks.resources import resolve_settings
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.forecasting.montecarlo import Driver, check_base_rate, check_confidence_target
+from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.forecasting import driver_evidence, propose_drivers, publish_forecast, run_monte_carlo
 
 
 class DriverInput(BaseModel):
@@ -48,7 +48,7 @@ def forecast(request: ForecastRequest, database_block: str | None = None, provid
                              confidence_target=request.confidence_target, issued_at=issued_at,
                              requested_via=request.requested_via, engine={**engine, "evidence": evidence_note},
                              seed=request.seed)
-    forecast_id = publish_forecast(settings, record, str(flow_run.id) if flow_run.id else None)
+    forecast_id = publish_forecast(settings, record, flow_run_id())
     summary = {"forecast_id": forecast_id, "state": "unscoreable", **record.summary()}
     create_markdown_artifact(key="forecast", markdown=_markdown(summary), description="published forecast")
     print(f"forecast {forecast_id}: p = {summary['probability']:.4f}, {summary['interval_method']} interval "

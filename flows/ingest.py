@@ -15,17 +15,25 @@ from typing import Annotated, Literal
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
-from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from atlas.chunking import ChunkingOptions
-from atlas.ingestion import BatchInFlight
-from atlas.records import InputError, SourceInfo, detect_format, iter_raw
-from store.db import record_event
-from store.documents import WriteResult
-from tasks.ingest import (begin_load, build_index, chunk_batch, compact_postings, embed_batch, load_batch, skip_stored,
-                          validate_batch, write_batch)
-from tasks.resources import database, resolve_settings
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.chunking import ChunkingOptions
+from forum_atlas.ingestion import BatchInFlight, WriteResult
+from forum_atlas.records import InputError, SourceInfo, detect_format, iter_raw
+from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.ingest import (
+    begin_load,
+    build_index,
+    chunk_batch,
+    compact_postings,
+    embed_batch,
+    load_batch,
+    record_run_finished,
+    skip_stored,
+    validate_batch,
+    write_batch,
+)
 
 
 class SourceParams(BaseModel):
@@ -63,7 +71,7 @@ def ingest(
     source_info = SourceInfo(**source.model_dump()) if source else None
     total_bytes = sum(p.stat().st_size for p in input_path.rglob("*") if p.is_file()) if input_path.is_dir() else input_path.stat().st_size
 
-    run_id = str(flow_run.id) if flow_run.id else None
+    run_id = flow_run_id()
     model = begin_load(settings, total_bytes, index_mode)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
     bar = _ProgressBar(total_bytes) if progress_bar else None
@@ -102,8 +110,7 @@ def ingest(
         "bm25_blocks_merged": compaction.blocks_merged, "bm25_compaction_seconds": round(compaction.seconds, 2),
         "seconds": round(elapsed, 2), "chunks_per_second": round(totals.chunks_added / elapsed, 1) if elapsed else 0.0,
     }
-    with database(settings).transaction() as conn:
-        record_event(conn, "INGEST_RUN_FINISHED", summary, run_id=run_id)
+    record_run_finished(settings, summary, run_id)
     create_table_artifact(key="ingest-summary", table=[{"measure": k, "value": str(v)} for k, v in summary.items()],
                           description="what this ingest run stored")
     update_progress_artifact(progress_id, progress=100.0)

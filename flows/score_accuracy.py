@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from prefect import flow
-from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from tasks.resources import resolve_settings
-from tasks.scoring import build_accuracy_report, fetch_series, publish_report_artifacts, resolve_and_score
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.scoring import build_accuracy_report, fetch_series, publish_report_artifacts, resolve_and_score
 
 
 class ScoringParameters(BaseModel):
@@ -32,7 +32,7 @@ def score_accuracy(params: ScoringParameters = ScoringParameters(), database_blo
         as_of = as_of.replace(tzinfo=timezone.utc)
     if params.fetch_series:
         fetch_series(settings, params.fetch_series, params.fred_key_secret)
-    run = resolve_and_score(settings, mode="nightly", as_of=as_of, run_id=str(flow_run.id) if flow_run.id else None)
+    run = resolve_and_score(settings, mode="nightly", as_of=as_of, run_id=flow_run_id())
     report, files = build_accuracy_report(settings, fixed_base_rate=params.fixed_base_rate, out_dir=params.report_dir)
     publish_report_artifacts(report)
     print(f"scored {run.scored} of {run.due} due ({run.inserted} new rows: {run.resolved} resolved, "

@@ -7,7 +7,9 @@ beside this one; they receive connections from here.
 
 from __future__ import annotations
 
+import atexit
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,8 +20,8 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from atlas.config import Settings, settings_from_env
-from store import migrations, native, pgserver
+from forum_atlas.config import Settings, settings_from_env
+from forum_atlas.store import migrations, native, pgserver
 
 MIN_PGVECTOR = (0, 5)
 
@@ -117,6 +119,26 @@ class Database:
         }
 
 
+_shared: dict[tuple[str | None, str], Database] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_database(settings: Settings) -> Database:
+    """One pooled handle per database and process, opened (and migrated) on first use; tasks and
+    commands that run many short units of work share it."""
+    key = (settings.database_url, str(settings.data_dir))
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = Database.open(settings)
+        return _shared[key]
+
+
+@atexit.register
+def _close_shared() -> None:
+    for handle in _shared.values():
+        handle.close()
+
+
 def record_event(conn: psycopg.Connection, kind: str, payload: dict[str, Any], *, run_id: str | None = None) -> int:
     """Append one row to the hash-chained audit log (forum.events)."""
     row = conn.execute(
@@ -126,10 +148,11 @@ def record_event(conn: psycopg.Connection, kind: str, payload: dict[str, Any], *
     return row["event_id"] if isinstance(row, dict) else row[0]
 
 
-def verify_events(conn: psycopg.Connection) -> list[dict[str, Any]]:
-    """Rows of the audit log whose hash no longer matches their content or predecessor."""
+def verify_events(conn: psycopg.Connection) -> tuple[list[dict[str, Any]], int]:
+    """(rows of the audit log whose hash no longer matches their content or predecessor, events in all)."""
     cur = conn.cursor(row_factory=dict_row)
-    return cur.execute("SELECT * FROM forum.verify_event_chain()").fetchall()
+    problems = cur.execute("SELECT * FROM forum.verify_event_chain()").fetchall()
+    return problems, cur.execute("SELECT count(*) AS n FROM forum.events").fetchone()["n"]
 
 
 def _redact(url: str) -> str:

@@ -13,30 +13,12 @@ from dataclasses import dataclass
 
 import psycopg
 
-from atlas.ingestion import PreparedBatch
-from atlas.records import Record, SourceInfo
-from store.db import Database, record_event
+from forum_atlas.ingestion import PreparedBatch, WriteResult
+from forum_atlas.records import Record, SourceInfo
+from forum_atlas.store.db import Database, record_event
 
 # Version numbers are max+1 per document: writers of the same corpus take turns for that moment.
 _WRITE_LOCK = "forum.documents.write"
-
-
-@dataclass
-class WriteResult:
-    documents_added: int = 0
-    chunks_added: int = 0
-    embeddings_added: int = 0
-    status_changes: int = 0
-    event_id: int | None = None
-
-    def __add__(self, other: "WriteResult") -> "WriteResult":
-        return WriteResult(
-            self.documents_added + other.documents_added,
-            self.chunks_added + other.chunks_added,
-            self.embeddings_added + other.embeddings_added,
-            self.status_changes + other.status_changes,
-            other.event_id or self.event_id,
-        )
 
 
 def _keys(records: Sequence[Record]) -> tuple[list[str], list[str], list[str]]:

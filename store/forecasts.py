@@ -14,15 +14,15 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
-from atlas.forecasting.binding import BindingError, BoundQuestion
-from atlas.forecasting.forecast import ForecastRecord
-from atlas.forecasting.lane import LaneQuestion, series_frequency
-from atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
-from atlas.series.connectors.base import FetchedVintage
-from atlas.series.connectors.file import FileConnector
-from atlas.series.parsing import Observation
-from atlas.series.registry import series_info
-from store.db import Database, record_event
+from forum_atlas.forecasting.binding import BindingError, BoundQuestion
+from forum_atlas.forecasting.forecast import ForecastRecord
+from forum_atlas.forecasting.lane import LaneQuestion, series_frequency
+from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
+from forum_atlas.series.connectors.base import FetchedVintage
+from forum_atlas.series.connectors.file import FileConnector
+from forum_atlas.series.parsing import Observation
+from forum_atlas.series.registry import series_info
+from forum_atlas.store.db import Database, record_event
 
 # ---------------------------------------------------------------- series and vintages
 

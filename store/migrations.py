@@ -1,4 +1,5 @@
-"""Numbered SQL migrations in `sql/`, applied in order, each recorded with its checksum.
+"""Numbered SQL migrations (package data `forum_atlas.sql`: the `sql/` folder), applied in order,
+each recorded with its checksum.
 
 A migration that was applied and has changed since is refused: the schema on disk and the schema
 in the database would no longer be the same thing. Concurrent runners serialise on an advisory lock.
@@ -7,12 +8,13 @@ in the database would no longer be the same thing. Concurrent runners serialise 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
+from forum_atlas.resources import sql_folder
 
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 _LOCK_KEY = 0x466F72756D  # "Forum"
@@ -38,18 +40,23 @@ class Migration:
 
 
 def sql_dir() -> Path:
-    override = os.environ.get("ATLAS_SQL_DIR")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "sql"
+    return sql_folder()
 
 
 def discover(directory: Path | None = None) -> list[Migration]:
+    """The migrations in `directory` (default: the installed package's), in order. An empty or
+    missing set is an error: "migrating" a database to nothing would look like success."""
     directory = directory or sql_dir()
+    if not directory.is_dir():
+        raise MigrationError(f"the migrations folder {directory} does not exist: the installation is incomplete")
     found: list[Migration] = []
     for path in sorted(directory.glob("*.sql")):
         match = _NAME.match(path.name)
         if not match:
             raise MigrationError(f"{path.name}: migration files are named NNN_lower_snake.sql")
         found.append(Migration(int(match.group(1)), path.name, path.read_text(encoding="utf-8")))
+    if not found:
+        raise MigrationError(f"no migration (NNN_name.sql) in {directory}: the installation is incomplete")
     numbers = [m.number for m in found]
     if len(set(numbers)) != len(numbers):
         raise MigrationError(f"duplicate migration numbers in {directory}: {numbers}")

@@ -23,9 +23,11 @@ from pathlib import Path
 import psycopg
 from psycopg.rows import tuple_row
 
+from forum_atlas.resources import sql_folder
+
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).resolve().parent.parent / "sql" / "native" / "bm25_top_k.c"
+SOURCE = sql_folder() / "native" / "bm25_top_k.c"
 SIGNATURE = ("forum.bm25_native_top_k(text[], double precision[], integer, double precision, "
              "double precision, double precision, bigint[])")
 _LOCK_KEY = 0x466F72756E  # next to the migrations' lock ("Forum" + 1)

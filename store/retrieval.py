@@ -1,7 +1,7 @@
 """Retrieval's database side: exact BM25 (RET-1), dense HNSW search (RET-2), chunk texts, and
 `hybrid_search`, the one call that runs the whole pipeline (BM25 + dense → RRF → rerank).
 
-    from store.retrieval import hybrid_search
+    from forum_atlas.store.retrieval import hybrid_search
     result = hybrid_search(db, "query", embedder, RetrievalOptions(top_k=10), reranker=None)
     result.sources            # final passages, best first, each with its rank in every stage
     result.as_dict()          # the full trace for an evidence snapshot
@@ -23,13 +23,13 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from atlas.embeddings.base import Embedder
-from atlas.providers import ProviderError, ProviderOutcome
-from atlas.rerank.base import Reranker
-from atlas.rerank.none import NoReranker
-from atlas.retrieval import stages
-from atlas.retrieval.context import cap_context
-from atlas.retrieval.model import (
+from forum_atlas.embeddings.base import Embedder
+from forum_atlas.providers import ProviderError, ProviderOutcome
+from forum_atlas.rerank.base import Reranker
+from forum_atlas.rerank.none import NoReranker
+from forum_atlas.retrieval import stages
+from forum_atlas.retrieval.context import cap_context
+from forum_atlas.retrieval.model import (
     BM25_ENGINE,
     BM25_VERSION,
     DENSE_ENGINE,
@@ -39,8 +39,8 @@ from atlas.retrieval.model import (
     RetrievalResult,
     StageResult,
 )
-from atlas.retrieval.query import QueryError, check_options, clean_query
-from store.db import Database
+from forum_atlas.retrieval.query import QueryError, check_options, clean_query
+from forum_atlas.store.db import Database
 
 # pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
 # an exact scan of the filtered rows (few, by then), so selective filters still return a full top-k.

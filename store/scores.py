@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 import psycopg
 
-from atlas.scoring import SCORING_VERSION
-from atlas.scoring.batch import VintageData, score_bindings
-from atlas.scoring.metrics import accuracy_metrics
-from atlas.scoring.quality import QualityReport, ScoreQualityError, validate_current_scores
-from atlas.scoring.report import AccuracyReport
-from store import forecasts as repo
+from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.scoring.batch import VintageData, score_bindings
+from forum_atlas.scoring.metrics import accuracy_metrics
+from forum_atlas.scoring.quality import QualityReport, ScoreQualityError, validate_current_scores
+from forum_atlas.scoring.report import AccuracyReport
+from forum_atlas.store import forecasts as repo
 
 Mode = Literal["nightly", "backfill"]
 

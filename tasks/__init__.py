@@ -1,1 +1,11 @@
-"""Thin Prefect tasks: each calls plain logic in `atlas/` and database access in `store/`."""
+"""Thin Prefect tasks: each wraps plain logic (`forum_atlas.*`) or a repository call
+(`forum_atlas.store`), so a flow's run graph shows every step."""
+
+from __future__ import annotations
+
+
+def flow_run_id() -> str | None:
+    """The current Prefect flow run's id, for audit rows; None outside a flow run."""
+    from prefect.runtime import flow_run
+
+    return str(flow_run.id) if flow_run.id else None

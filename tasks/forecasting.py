@@ -8,18 +8,17 @@ from typing import Any
 
 from prefect import task
 
-from atlas.config import Settings
-from atlas.forecasting.binding import BindingError
-from atlas.forecasting.drivers import RULE_VERSION, series_drivers
-from atlas.forecasting.evidence import EvidenceSearch, attach_evidence
-from atlas.forecasting.forecast import ForecastRecord, make_forecast
-from atlas.forecasting.lane import LaneQuestion, bind_question
-from atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
-from atlas.llm import make_driver_engine
-from atlas.providers import ProviderError
-from store import forecasts as repo
-from store.db import Database
-from tasks.resources import database
+from forum_atlas.config import Settings
+from forum_atlas.forecasting.binding import BindingError
+from forum_atlas.forecasting.drivers import RULE_VERSION, series_drivers
+from forum_atlas.forecasting.evidence import EvidenceSearch, attach_evidence
+from forum_atlas.forecasting.forecast import ForecastRecord, make_forecast
+from forum_atlas.forecasting.lane import LaneQuestion, bind_question
+from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
+from forum_atlas.llm import make_driver_engine
+from forum_atlas.providers import ProviderError
+from forum_atlas.store import forecasts as repo
+from forum_atlas.store.db import Database, shared_database
 
 EVIDENCE_PER_DRIVER = 3
 
@@ -27,7 +26,7 @@ EVIDENCE_PER_DRIVER = 3
 def evidence_search(settings: Settings) -> tuple[EvidenceSearch | None, str]:
     """The hybrid-retrieval function used for driver evidence, or None with the reason it is absent."""
     try:
-        from tasks.retrieval import search_passages  # the retrieval lane's plain function
+        from forum_atlas.tasks.retrieval import search_passages  # the retrieval lane's plain function
     except ImportError as exc:
         return None, f"hybrid retrieval unavailable ({exc})"
     return (lambda query, limit: search_passages(settings, query, top_k=limit)), "hybrid retrieval"
@@ -68,7 +67,7 @@ def run_monte_carlo(question: str, *, base_rate: float, drivers: Sequence[Driver
 @task(name="publish-forecast")
 def publish_forecast(settings: Settings, record: ForecastRecord, run_id: str | None) -> int:
     """A direct (API/CLI) forecast: published, never bound, so it stays unscoreable (FC-4, FC-6)."""
-    with database(settings).transaction() as conn:
+    with shared_database(settings).transaction() as conn:
         return repo.insert_forecast(conn, record, run_id=run_id)
 
 
@@ -99,7 +98,7 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
     """Every question against the data visible at issue, before anything is bound: one bad question
     fails the run with nothing written, and the error lists them all."""
     problems = []
-    with database(settings).connection() as conn:
+    with shared_database(settings).connection() as conn:
         for spec in questions:
             try:
                 check_confidence_target(spec.confidence_target)
@@ -114,4 +113,4 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
 @task(name="bind-question")
 def bind_lane_question(settings: Settings, spec: LaneQuestion, issued_at: datetime, run_id: str | None
                        ) -> dict[str, Any]:
-    return issue_bound_forecast(database(settings), spec, issued_at, run_id)
+    return issue_bound_forecast(shared_database(settings), spec, issued_at, run_id)

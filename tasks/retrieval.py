@@ -21,12 +21,13 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from atlas.config import Settings
-from atlas.rerank import Reranker, make_reranker
-from atlas.retrieval import stages
-from atlas.retrieval.model import RetrievalOptions, RetrievalResult, StageResult
-from store import retrieval
-from tasks.resources import database, embedder
+from forum_atlas.config import Settings
+from forum_atlas.embeddings import embedder_for
+from forum_atlas.rerank import Reranker, make_reranker
+from forum_atlas.retrieval import stages
+from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult, StageResult
+from forum_atlas.store import retrieval
+from forum_atlas.store.db import shared_database
 
 retrieval_task = task(cache_policy=NO_CACHE, persist_result=False)
 _rerankers: dict[tuple, Reranker] = {}
@@ -52,20 +53,20 @@ def reranker(settings: Settings) -> Reranker:
 @retrieval_task
 def check_request(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> Request:
     """Clean the query and check the options (raises QueryError with the fix)."""
-    with database(settings).connection() as conn:
+    with shared_database(settings).connection() as conn:
         return Request(*retrieval.prepare_request(conn, query, options))
 
 
 @retrieval_task
 def bm25_stage(settings: Settings, request: Request) -> StageResult:
-    with database(settings).connection() as conn:
+    with shared_database(settings).connection() as conn:
         return retrieval.bm25(conn, request.query, request.options)
 
 
 @retrieval_task
 def dense_stage(settings: Settings, request: Request) -> StageResult:
-    with database(settings).connection() as conn:
-        return retrieval.dense(conn, embedder(settings), request.query, request.options)
+    with shared_database(settings).connection() as conn:
+        return retrieval.dense(conn, embedder_for(settings), request.query, request.options)
 
 
 @retrieval_task
@@ -78,7 +79,7 @@ def rerank_stage(settings: Settings, request: Request, lexical: StageResult, sem
                  fused: StageResult) -> RetrievalResult:
     """Rerank the fused candidates (fused order, marked degraded, if the reranker fails) and return
     the traced result."""
-    with database(settings).connection() as conn:
+    with shared_database(settings).connection() as conn:
         chunks = retrieval.candidate_chunks(conn, fused, request.options)
     return retrieval.finish(request.query, request.options, lexical, semantic, fused, chunks, reranker(settings))
 
@@ -98,7 +99,7 @@ def retrieve(settings: Settings, query: str, options: RetrievalOptions = Retriev
 def search_passages(settings: Settings, query: str, *, top_k: int = 5, **options: Any) -> list[dict[str, Any]]:
     """Final passages as dicts (chunk_id, document_id, title, body, url, score, rank, start_char,
     end_char, ranks per stage), best first. No task run: usable from any task or script."""
-    result = retrieval.hybrid_search(database(settings), query, embedder(settings),
+    result = retrieval.hybrid_search(shared_database(settings), query, embedder_for(settings),
                                      RetrievalOptions(top_k=top_k, **options), reranker(settings))
     final = result.stages[-1].ranks() if result.stages else {}
     scores = {c.chunk_id: c.score for c in result.stages[-1].candidates} if result.stages else {}

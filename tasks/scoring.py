@@ -9,12 +9,12 @@ from typing import Any
 
 from prefect import task
 
-from atlas.config import Settings
-from atlas.scoring.report import AccuracyReport
-from atlas.series.connectors import make_connector
-from store import forecasts as repo
-from store import scores
-from tasks.resources import database
+from forum_atlas.config import Settings
+from forum_atlas.scoring.report import AccuracyReport
+from forum_atlas.series.connectors import make_connector
+from forum_atlas.store import forecasts as repo
+from forum_atlas.store import scores
+from forum_atlas.store.db import shared_database
 
 
 def fred_api_key(secret_block: str | None) -> str | None:
@@ -34,7 +34,7 @@ def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | No
              (("api_base", "ATLAS_FRED_API_BASE"), ("csv_base", "ATLAS_FRED_CSV_BASE")) if os.environ.get(variable)}
     source = make_connector("fred", api_key=fred_api_key(key_secret), **bases)
     fetched = [source.fetch(series_id) for series_id in series_ids]
-    with database(settings).transaction() as conn:
+    with shared_database(settings).transaction() as conn:
         return [{"series_id": v.series_id, "vintage_id": repo.store_vintage(conn, v)[0], "label": v.label}
                 for v in fetched]
 
@@ -43,7 +43,7 @@ def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | No
 def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage_id: int | None = None,
                       series_id: str | None = None, deadline_from: datetime | None = None,
                       deadline_to: datetime | None = None, run_id: str | None = None) -> scores.ScoringRun:
-    with database(settings).transaction() as conn:
+    with shared_database(settings).transaction() as conn:
         return scores.run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
                                   deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id)
 
@@ -51,7 +51,7 @@ def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage
 @task(name="accuracy-report")
 def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir: str | None
                           ) -> tuple[AccuracyReport, dict[str, str]]:
-    with database(settings).connection() as conn:
+    with shared_database(settings).connection() as conn:
         report = scores.accuracy_report(conn, fixed_base_rate=fixed_base_rate)
     files = {k: str(v) for k, v in report.write(Path(out_dir)).items()} if out_dir else {}
     return report, files

@@ -42,7 +42,7 @@ def pg_server_url() -> str:
     Its data directory is outside pytest's numbered temp folders, which a concurrent pytest run
     may rotate away; the server deletes it when the session ends.
     """
-    from store import migrations, native, pgserver
+    from forum_atlas.store import migrations, native, pgserver
 
     url = os.environ.get("ATLAS_TEST_DATABASE_URL")
     if not url:
@@ -80,14 +80,14 @@ def empty_database_url(pg_server_url: str) -> str:
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path):
-    from atlas.config import Settings
+    from forum_atlas.config import Settings
 
     return Settings(database_url=database_url, data_dir=tmp_path)
 
 
 @pytest.fixture
 def db(settings):
-    from store.db import Database
+    from forum_atlas.store.db import Database
 
     database = Database.open(settings)
     yield database

@@ -1,40 +1,107 @@
-"""The house rules that code can check: plain logic stays plain, and the top level is complete."""
+"""The house rules that code can check: plain logic stays plain, SQL stays in the store, flows go
+through tasks, every tasks module holds tasks, and the distribution installs one name."""
 
 import ast
+import importlib
+import re
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 FORBIDDEN_IN_CORE = {"prefect", "psycopg", "psycopg_pool", "pgvector"}
+PIPELINE_LAYERS = {"forum_atlas.store", "forum_atlas.tasks", "forum_atlas.flows", "forum_atlas.blocks",
+                   "forum_atlas.cli"}
+# A statement, not prose: a keyword followed by what only SQL puts after it.
+SQL_TEXT = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+INTO|UPDATE\s+[\w.]+\s+SET|DELETE\s+FROM|CREATE\s+(OR\s+REPLACE\s+)?"
+                      r"(TABLE|FUNCTION|INDEX|EXTENSION|TRIGGER)|DROP\s+(TABLE|FUNCTION|INDEX|EXTENSION)|TRUNCATE\s+)")
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _py(folder: str) -> list[Path]:
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def _modules_imported(path: Path) -> set[str]:
+    """Full dotted names of every absolute import in the file."""
     names = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
-def test_core_logic_imports_neither_prefect_nor_a_database_driver():
-    offenders = {
-        str(path.relative_to(REPO)): sorted(_imports(path) & FORBIDDEN_IN_CORE)
-        for path in (REPO / "atlas").rglob("*.py")
-        if _imports(path) & FORBIDDEN_IN_CORE
-    }
-    assert offenders == {}
+def _tops(path: Path) -> set[str]:
+    return {name.split(".")[0] for name in _modules_imported(path)}
+
+
+def _reaches(path: Path, packages: set[str]) -> set[str]:
+    return {p for name in _modules_imported(path) for p in packages if name == p or name.startswith(p + ".")}
+
+
+def test_core_logic_imports_neither_prefect_nor_a_database_driver_nor_the_pipeline():
+    offenders = {str(path.relative_to(REPO)): sorted((_tops(path) & FORBIDDEN_IN_CORE) | _reaches(path, PIPELINE_LAYERS))
+                 for path in _py("atlas")}
+    assert {k: v for k, v in offenders.items() if v} == {}
 
 
 def test_only_the_store_package_talks_to_postgresql():
-    offenders = [
-        str(path.relative_to(REPO))
-        for folder in ("atlas", "flows", "tasks", "blocks", "cli")
-        for path in (REPO / folder).rglob("*.py")
-        if _imports(path) & {"psycopg", "psycopg_pool"}
-    ]
+    offenders = [str(path.relative_to(REPO)) for folder in ("atlas", "flows", "tasks", "blocks", "cli")
+                 for path in _py(folder) if _tops(path) & {"psycopg", "psycopg_pool"}]
     assert offenders == []
+
+
+def test_sql_text_lives_in_the_store():
+    offenders = []
+    for folder in ("atlas", "flows", "tasks", "blocks", "cli"):
+        for path in _py(folder):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_TEXT.search(node.value):
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_the_sql_pattern_catches_statements_and_spares_prose():
+    assert SQL_TEXT.search("SELECT count(*) FROM forum.events")
+    assert SQL_TEXT.search("UPDATE forum.chunks SET body = 'x'")
+    assert not SQL_TEXT.search("select the specialists the question calls for; delete nothing")
+
+
+def test_flows_reach_the_database_only_through_tasks():
+    offenders = {str(p.relative_to(REPO)): sorted(_reaches(p, {"forum_atlas.store"})) for p in _py("flows")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_every_tasks_module_holds_a_task():
+    from prefect import Task
+
+    empty = []
+    for path in _py("tasks"):
+        if path.name == "__init__.py":
+            continue
+        module = importlib.import_module(f"forum_atlas.tasks.{path.stem}")
+        if not any(isinstance(value, Task) for value in vars(module).values()):
+            empty.append(path.name)
+    assert empty == []
+
+
+def test_the_distribution_installs_one_top_level_name():
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    assert {name.split(".")[0] for name in setuptools["packages"]} == {"forum_atlas"}
+    assert {name.split(".")[0] for name in setuptools["package-dir"]} == {"forum_atlas"}
+
+
+def test_every_package_folder_is_listed_so_the_wheel_carries_it():
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    folder_of = {folder: name for name, folder in setuptools["package-dir"].items()}
+    found = set()
+    for folder, package in folder_of.items():
+        for init in (REPO / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(REPO / folder).parts
+            found.add(".".join((package, *relative)))
+    assert found == set(setuptools["packages"])
 
 
 def test_top_level_layout():

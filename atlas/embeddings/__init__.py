@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from atlas.embeddings.base import Embedder, EmbedderSetupError
-from atlas.embeddings.hashed import HashedEmbedder
+from forum_atlas.config import Settings
+from forum_atlas.embeddings.base import Embedder, EmbedderSetupError
+from forum_atlas.embeddings.hashed import HashedEmbedder
 
 
 def make_embedder(name: str, *, dim: int | None = None, **options: Any) -> Embedder:
@@ -28,18 +30,33 @@ def make_embedder(name: str, *, dim: int | None = None, **options: Any) -> Embed
     if name == "hashed":
         return HashedEmbedder(dim=384 if dim is None else dim, **options)
     if name == "minilm":
-        from atlas.embeddings.sentence_transformer import SentenceTransformerEmbedder
+        from forum_atlas.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(dim=dim, **options)
     if name == "voyage":
-        from atlas.embeddings.voyage import VoyageEmbedder
+        from forum_atlas.embeddings.voyage import VoyageEmbedder
 
         return VoyageEmbedder(dim=dim, **options)
     if name == "openai":
-        from atlas.embeddings.openai import OpenAIEmbedder
+        from forum_atlas.embeddings.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(dim=dim, **options)
     raise ValueError(f"unknown embedder {name!r}: choose hashed, minilm, voyage or openai")
 
 
-__all__ = ["Embedder", "EmbedderSetupError", "HashedEmbedder", "make_embedder"]
+_shared: dict[tuple[str, int | None], Embedder] = {}
+_lock = threading.Lock()
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """The configured embedder, one per configuration and process (model-backed ones are slow to
+    load). Only the hashed embedder has a free dimension; the others' is fixed by their model."""
+    dim = settings.embed_dim if settings.embedder == "hashed" else None
+    key = (settings.embedder, dim)
+    with _lock:
+        if key not in _shared:
+            _shared[key] = make_embedder(settings.embedder, dim=dim)
+        return _shared[key]
+
+
+__all__ = ["Embedder", "EmbedderSetupError", "HashedEmbedder", "embedder_for", "make_embedder"]

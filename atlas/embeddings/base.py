@@ -8,7 +8,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from atlas.providers import ProviderBadResponse, ProviderError, ProviderOutcome, observed
+from forum_atlas.providers import ProviderBadResponse, ProviderError, ProviderOutcome, observed
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from atlas.embeddings.base import l2_normalise
+from forum_atlas.embeddings.base import l2_normalise
 
 VERSION = "hashed-bow-v1"
 _WORD = re.compile(r"[a-z0-9]+")

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import openai
 
-from atlas.embeddings.base import InputType, RemoteEmbedder, api_key_from, resolve_dim
-from atlas.providers import ProviderBadResponse, ProviderOutcome, error_for_exception
+from forum_atlas.embeddings.base import InputType, RemoteEmbedder, api_key_from, resolve_dim
+from forum_atlas.providers import ProviderBadResponse, ProviderOutcome, error_for_exception
 
 NATIVE_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 

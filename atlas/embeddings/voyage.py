@@ -12,8 +12,8 @@ from collections.abc import Callable
 import voyageai
 import voyageai.error as voyage_errors
 
-from atlas.embeddings.base import InputType, RemoteEmbedder, api_key_from, resolve_dim
-from atlas.providers import (
+from forum_atlas.embeddings.base import InputType, RemoteEmbedder, api_key_from, resolve_dim
+from forum_atlas.providers import (
     ProviderOutcome,
     ProviderRateLimited,
     ProviderTimeout,

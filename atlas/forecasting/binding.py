@@ -11,8 +11,8 @@ import math
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 
-from atlas.scoring.resolution import check_comparator
-from atlas.series.registry import series_info
+from forum_atlas.scoring.resolution import check_comparator
+from forum_atlas.series.registry import series_info
 
 
 class BindingError(ValueError):

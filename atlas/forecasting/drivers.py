@@ -24,10 +24,10 @@ from datetime import date
 
 import numpy as np
 
-from atlas.forecasting.binding import BoundQuestion
-from atlas.forecasting.montecarlo import Driver, ForecastInputError
-from atlas.scoring.resolution import COMPARATORS
-from atlas.series.parsing import Observation
+from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError
+from forum_atlas.scoring.resolution import COMPARATORS
+from forum_atlas.series.parsing import Observation
 
 RULE_VERSION = "series-climatology-momentum-v1"
 WINDOWS = (("recent momentum", 6, 0.5), ("medium-term regime", 24, 0.3))

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from atlas.forecasting.montecarlo import Driver
+from forum_atlas.forecasting.montecarlo import Driver
 
 # query, limit -> passages: dicts with at least chunk_id and a verbatim quote of the passage.
 EvidenceSearch = Callable[[str, int], Sequence[dict[str, Any]]]

@@ -6,9 +6,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from atlas.forecasting.interval import CI_BASIS
-from atlas.forecasting.montecarlo import (BIT_GENERATOR, Driver, SimulationResult, check_confidence_target, new_seed,
-                                          samples_for, simulate)
+from forum_atlas.forecasting.interval import CI_BASIS
+from forum_atlas.forecasting.montecarlo import (
+    BIT_GENERATOR,
+    Driver,
+    SimulationResult,
+    check_confidence_target,
+    new_seed,
+    samples_for,
+    simulate,
+)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from atlas.forecasting.binding import BindingError, BoundQuestion
-from atlas.series.parsing import Observation
-from atlas.series.registry import series_info
+from forum_atlas.forecasting.binding import BindingError, BoundQuestion
+from forum_atlas.series.parsing import Observation
+from forum_atlas.series.registry import series_info
 
 _MONTHS_PER_PERIOD = {"monthly": 1, "quarterly": 3, "annual": 12}
 

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from atlas.forecasting.distribution import Distribution, summarise
-from atlas.forecasting.interval import SamplingInterval, sampling_interval
+from forum_atlas.forecasting.distribution import Distribution, summarise
+from forum_atlas.forecasting.interval import SamplingInterval, sampling_interval
 
 MC_VERSION = "mc-logit-bernoulli-v1"
 BIT_GENERATOR = "SFC64"  # recorded with the seed: a seed only replays on the same generator

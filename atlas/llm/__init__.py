@@ -8,15 +8,15 @@
 
 from __future__ import annotations
 
-from atlas.llm.base import DriverEngine
-from atlas.llm.offline import OfflineDriverEngine
+from forum_atlas.llm.base import DriverEngine
+from forum_atlas.llm.offline import OfflineDriverEngine
 
 
 def make_driver_engine(name: str = "offline", **options: object) -> DriverEngine:
     if name == "offline":
         return OfflineDriverEngine()
     if name == "openai":
-        from atlas.llm.openai_engine import OpenAIDriverEngine
+        from forum_atlas.llm.openai_engine import OpenAIDriverEngine
 
         return OpenAIDriverEngine(**options)  # type: ignore[arg-type]
     raise ValueError(f"unknown LLM engine {name!r}: choose offline or openai")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from atlas.forecasting.montecarlo import Driver
+from forum_atlas.forecasting.montecarlo import Driver
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{3,}")
 _STOP = frozenset("""will would could should does have been being from into over under than that this

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import json
 
-from atlas.forecasting.montecarlo import Driver
-from atlas.llm.base import drivers_from_payload
-from atlas.providers import (ProviderAuthError, ProviderBadResponse, ProviderError, ProviderRateLimited,
-                             ProviderTimeout, ProviderUnavailable, error_for_status)
+from forum_atlas.forecasting.montecarlo import Driver
+from forum_atlas.llm.base import drivers_from_payload
+from forum_atlas.providers import (
+    ProviderAuthError,
+    ProviderBadResponse,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+    error_for_status,
+)
 
 PROVIDER = "openai-llm"
 SYSTEM_PROMPT = (

@@ -12,19 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atlas.rerank.base import Reranker, RerankerSetupError
-from atlas.rerank.none import NoReranker
+from forum_atlas.rerank.base import Reranker, RerankerSetupError
+from forum_atlas.rerank.none import NoReranker
 
 
 def make_reranker(name: str, *, model_dir: Path | str | None = None, **options: Any) -> Reranker:
     if name == "none":
         return NoReranker()
     if name == "flashrank":
-        from atlas.rerank.flashrank import FlashRankReranker
+        from forum_atlas.rerank.flashrank import FlashRankReranker
 
         return FlashRankReranker(model_dir, **options)
     if name == "cohere":
-        from atlas.rerank.cohere import CohereReranker
+        from forum_atlas.rerank.cohere import CohereReranker
 
         return CohereReranker(**options)
     raise ValueError(f"unknown reranker {name!r}: choose none, flashrank or cohere")

@@ -13,7 +13,7 @@ import cohere
 import httpx
 from cohere.core.api_error import ApiError
 
-from atlas.providers import (
+from forum_atlas.providers import (
     ProviderBadResponse,
     ProviderRateLimited,
     ProviderTimeout,
@@ -21,7 +21,7 @@ from atlas.providers import (
     error_for_exception,
     retry_call,
 )
-from atlas.rerank.base import RerankerSetupError
+from forum_atlas.rerank.base import RerankerSetupError
 
 DEFAULT_MODEL = "rerank-v3.5"
 TRANSIENT = (ProviderRateLimited, ProviderUnavailable, ProviderTimeout)

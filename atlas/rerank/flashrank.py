@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from atlas.providers import ProviderBadResponse, ProviderUnavailable
-from atlas.rerank.base import RerankerSetupError
+from forum_atlas.providers import ProviderBadResponse, ProviderUnavailable
+from forum_atlas.rerank.base import RerankerSetupError
 
 DEFAULT_MODEL = "ms-marco-MiniLM-L-12-v2"
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")

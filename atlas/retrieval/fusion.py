@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from atlas.retrieval.model import Candidate
+from forum_atlas.retrieval.model import Candidate
 
 DEFAULT_RRF_K = 50
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from atlas.providers import ProviderOutcome
+from forum_atlas.providers import ProviderOutcome
 
 BM25_ENGINE = "postgresql-bm25okapi"
 BM25_VERSION = "forum.bm25_search/011 (rank_bm25 0.2.2 BM25Okapi semantics)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from atlas.retrieval.model import RetrievalOptions
+from forum_atlas.retrieval.model import RetrievalOptions
 
 MAX_QUERY_CHARS = 4000
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from atlas.providers import ProviderError, ProviderOutcome, observed
-from atlas.rerank.base import Reranker
-from atlas.retrieval.context import cap_context
-from atlas.retrieval.fusion import reciprocal_rank_fusion
-from atlas.retrieval.model import (
+from forum_atlas.providers import ProviderError, ProviderOutcome, observed
+from forum_atlas.rerank.base import Reranker
+from forum_atlas.retrieval.context import cap_context
+from forum_atlas.retrieval.fusion import reciprocal_rank_fusion
+from forum_atlas.retrieval.model import (
     FUSION_ENGINE,
     Candidate,
     ChunkText,

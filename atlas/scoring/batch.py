@@ -9,7 +9,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from atlas.scoring.resolution import UNRESOLVED, resolve
+from forum_atlas.scoring.resolution import UNRESOLVED, resolve
 
 SCORE_ROW_COLUMNS = [
     "forecast_id", "scoring_version", "vintage_id", "status", "outcome", "probability", "brier",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from atlas.scoring.metrics import Decomposition
+from forum_atlas.scoring.metrics import Decomposition
 
 
 def reliability_png(decomposition: Decomposition, *, title: str = "Reliability of resolved forecasts") -> bytes:

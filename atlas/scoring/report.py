@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from atlas.scoring.metrics import AccuracyMetrics
-from atlas.scoring.reliability import reliability_png
+from forum_atlas.scoring.metrics import AccuracyMetrics
+from forum_atlas.scoring.reliability import reliability_png
 
 STATES = ("unscoreable", "pending", "resolved", "unresolvable")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from cli.output import table
+from forum_atlas.cli.output import table
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(groups: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from store.db import Database
+    from forum_atlas.store.db import Database
 
     with Database.open() as db:
         info = db.status()
@@ -46,7 +46,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from store.db import Database
+    from forum_atlas.store.db import Database
 
     with Database.open() as db:
         print(f"migration level: {db.status()['migration_level']}")
@@ -54,11 +54,10 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from store.db import Database, verify_events
+    from forum_atlas.store.db import Database, verify_events
 
     with Database.open() as db, db.connection() as conn:
-        problems = verify_events(conn)
-        total = conn.execute("SELECT count(*) AS n FROM forum.events").fetchone()["n"]
+        problems, total = verify_events(conn)
     if problems:
         print(table(["event_id", "problem"], [(p["event_id"], p["problem"]) for p in problems]))
         print(f"audit log: {len(problems)} of {total} events fail verification")

@@ -8,17 +8,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.output import table
+from forum_atlas.cli.output import table
+from forum_atlas.resources import data_file
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "data" / "sample" / "scifact_sample.jsonl"
 DEMO_QUERY = "vitamin D deficiency and the risk of fractures"
 DIRECT_QUESTION = "Will the next large trial find that vitamin D supplementation lowers fracture risk?"
 
 
 def register(groups: argparse._SubParsersAction) -> None:
     p = groups.add_parser("demo", help="ingest the bundled sample, search it, forecast, bind, score, and report")
-    p.add_argument("--report-dir", type=Path, default=REPO / "out" / "demo", help="where the Accuracy report files go")
+    p.add_argument("--report-dir", type=Path, default=Path("out") / "demo",
+                   help="where the Accuracy report files go (default: out/demo in the working directory)")
     p.set_defaults(handler=_demo)
 
 
@@ -34,14 +34,15 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _run(report_dir: Path) -> int:
-    from cli.commands.ingest import print_summary, run_ingest
-    from cli.commands.search import print_result, run_search
-    from flows.forecast import ForecastRequest, forecast
-    from flows.forecast_demo import run_forecast_demo
-    from store.db import Database
+    from forum_atlas.cli.commands.ingest import print_summary, run_ingest
+    from forum_atlas.cli.commands.search import print_result, run_search
+    from forum_atlas.cli.forecast_demo import run_forecast_demo
+    from forum_atlas.flows.forecast import ForecastRequest, forecast
+    from forum_atlas.store.db import Database
 
-    _heading(f"1. ingest {SAMPLE.relative_to(REPO)} — 200 SciFact abstracts (ODC-By 1.0, allenai/scifact)")
-    print_summary(run_ingest(str(SAMPLE)))
+    sample = data_file("sample", "scifact_sample.jsonl")
+    _heading("1. ingest the bundled sample — 200 SciFact abstracts (ODC-By 1.0, allenai/scifact)")
+    print_summary(run_ingest(str(sample)))
 
     _heading(f"2. hybrid search: {DEMO_QUERY!r}")
     print_result(run_search(DEMO_QUERY))

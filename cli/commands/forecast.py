@@ -8,26 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import date, datetime, timezone
 from pathlib import Path
 
-from cli.output import table
-
-
-def _instant(text: str) -> datetime:
-    """ISO date or date-time; naive values are UTC."""
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date or date-time") from exc
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
-def _day(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a YYYY-MM-DD date") from exc
+from forum_atlas.cli.output import day, instant, table
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -44,7 +27,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     ask.set_defaults(handler=_ask)
     lane = fc_sub.add_parser("lane", help="run the binding lane once (the scheduled deployment ships paused)")
     lane.add_argument("--questions", type=Path, help="question file (default data/forecast_lane.json)")
-    lane.add_argument("--as-of", type=_instant, help="issue time (default now)")
+    lane.add_argument("--as-of", type=instant, help="issue time (default now)")
     lane.set_defaults(handler=_lane)
     show = fc_sub.add_parser("show", help="a forecast, its binding, live state and every score version")
     show.add_argument("forecast_id", type=int)
@@ -58,7 +41,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     series_sub = series.add_subparsers(dest="series_command", required=True)
     load = series_sub.add_parser("load", help="store FRED CSV exports as vintages (both export formats)")
     load.add_argument("paths", nargs="+", type=Path)
-    load.add_argument("--fetched-at", type=_instant, help="download time (default: from the file name)")
+    load.add_argument("--fetched-at", type=instant, help="download time (default: from the file name)")
     load.add_argument("--label", help="vintage label (default: from the file name)")
     load.set_defaults(handler=_series_load)
     listing = series_sub.add_parser("list", help="stored vintages")
@@ -68,15 +51,15 @@ def register(groups: argparse._SubParsersAction) -> None:
     score = groups.add_parser("score", help="resolve and Brier-score bound forecasts")
     score_sub = score.add_subparsers(dest="score_command", required=True)
     nightly = score_sub.add_parser("nightly", help="what the nightly deployment runs")
-    nightly.add_argument("--as-of", type=_instant)
+    nightly.add_argument("--as-of", type=instant)
     nightly.add_argument("--report-dir", type=Path)
     nightly.set_defaults(handler=_nightly)
     backfill = score_sub.add_parser("backfill", help="re-score deadlines in [--from, --to), idempotently")
-    backfill.add_argument("--from", dest="deadline_from", type=_day, required=True)
-    backfill.add_argument("--to", dest="deadline_to", type=_day, required=True)
+    backfill.add_argument("--from", dest="deadline_from", type=day, required=True)
+    backfill.add_argument("--to", dest="deadline_to", type=day, required=True)
     backfill.add_argument("--vintage", type=int, help="vintage id (default: newest by --as-of)")
     backfill.add_argument("--series")
-    backfill.add_argument("--as-of", type=_instant)
+    backfill.add_argument("--as-of", type=instant)
     backfill.set_defaults(handler=_backfill)
 
     accuracy = groups.add_parser("accuracy", help="the Accuracy report, live from the database")
@@ -87,7 +70,7 @@ def register(groups: argparse._SubParsersAction) -> None:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from flows.forecast import DriverInput, ForecastRequest, forecast
+    from forum_atlas.flows.forecast import DriverInput, ForecastRequest, forecast
 
     drivers = [DriverInput.model_validate_json(d) for d in args.driver] or None
     request = ForecastRequest(question=args.question, confidence_target=args.confidence_target,
@@ -101,7 +84,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _lane(args: argparse.Namespace) -> int:
-    from flows.bind_forecasts import LaneParameters, bind_forecasts
+    from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
 
     results = bind_forecasts(LaneParameters(question_file=str(args.questions) if args.questions else None,
                                             as_of=args.as_of))
@@ -112,9 +95,9 @@ def _lane(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from atlas.scoring import SCORING_VERSION
-    from store import forecasts as repo
-    from store.db import Database
+    from forum_atlas.scoring import SCORING_VERSION
+    from forum_atlas.store import forecasts as repo
+    from forum_atlas.store.db import Database
 
     with Database.open() as db, db.connection() as conn:
         row = repo.get_forecast(conn, args.forecast_id)
@@ -139,7 +122,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from flows.forecast_demo import run_forecast_demo
+    from forum_atlas.cli.forecast_demo import run_forecast_demo
 
     report = run_forecast_demo(series_dir=args.series_dir, report_dir=args.report_dir)
     print(report.markdown())
@@ -147,8 +130,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _series_load(args: argparse.Namespace) -> int:
-    from store.db import Database
-    from store.forecasts import load_series_files
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.forecasts import load_series_files
 
     with Database.open() as db:
         results = load_series_files(db, args.paths, fetched_at=args.fetched_at, label=args.label)
@@ -159,8 +142,8 @@ def _series_load(args: argparse.Namespace) -> int:
 
 
 def _series_list(args: argparse.Namespace) -> int:
-    from store.db import Database
-    from store.forecasts import list_vintages
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.forecasts import list_vintages
 
     with Database.open() as db, db.connection() as conn:
         rows = list_vintages(conn, args.series)
@@ -172,14 +155,14 @@ def _series_list(args: argparse.Namespace) -> int:
 
 
 def _nightly(args: argparse.Namespace) -> int:
-    from flows.score_accuracy import ScoringParameters, score_accuracy
+    from forum_atlas.flows.score_accuracy import ScoringParameters, score_accuracy
 
     score_accuracy(ScoringParameters(as_of=args.as_of, report_dir=str(args.report_dir) if args.report_dir else None))
     return 0
 
 
 def _backfill(args: argparse.Namespace) -> int:
-    from flows.backfill_scores import BackfillParameters, backfill_scores
+    from forum_atlas.flows.backfill_scores import BackfillParameters, backfill_scores
 
     summary = backfill_scores(BackfillParameters(deadline_from=args.deadline_from, deadline_to=args.deadline_to,
                                                  vintage_id=args.vintage, series_id=args.series, as_of=args.as_of))
@@ -188,8 +171,8 @@ def _backfill(args: argparse.Namespace) -> int:
 
 
 def _accuracy(args: argparse.Namespace) -> int:
-    from store.db import Database
-    from store.scores import accuracy_report
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.scores import accuracy_report
 
     with Database.open() as db, db.connection() as conn:
         report = accuracy_report(conn, fixed_base_rate=args.fixed_base_rate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cli.output import table
+from forum_atlas.cli.output import table
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def register(groups: argparse._SubParsersAction) -> None:
 def source_params(args: argparse.Namespace):
     if not args.source_name:
         return None
-    from flows.ingest import SourceParams
+    from forum_atlas.flows.ingest import SourceParams
 
     return SourceParams(name=args.source_name, importance=args.importance, quality_score=args.quality,
                         licence=args.licence, url=args.source_url, sector=args.sector)
@@ -41,7 +41,7 @@ def source_params(args: argparse.Namespace):
 def run_ingest(path: str, **options) -> dict:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from flows.ingest import ingest
+    from forum_atlas.flows.ingest import ingest
 
     # The CLI waits for the flow anyway; a heartbeat thread would only add ~1 s at exit.
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):

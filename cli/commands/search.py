@@ -7,17 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 
-from cli.output import table
-
-
-def _date(value: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a date (use YYYY-MM-DD or an ISO date-time)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+from forum_atlas.cli.output import instant, table
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -25,8 +17,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.add_argument("query")
     p.add_argument("--top-k", type=int, default=5, help="final sources (default 5)")
     p.add_argument("--sector", action="append", dest="sectors", help="only this sector (repeatable)")
-    p.add_argument("--since", type=_date, help="published on or after this date")
-    p.add_argument("--until", type=_date, help="published before this date")
+    p.add_argument("--since", type=instant, help="published on or after this date")
+    p.add_argument("--until", type=instant, help="published before this date")
     p.add_argument("--rrf-k", type=int, default=50, help="Reciprocal Rank Fusion constant (default 50)")
     p.add_argument("--reranker", choices=["none", "flashrank", "cohere"], help="default: ATLAS_RERANKER or none")
     p.add_argument("--embedder", choices=["hashed", "minilm", "voyage", "openai"], help="default: ATLAS_EMBEDDER or hashed")
@@ -38,12 +30,12 @@ def run_search(query: str, *, top_k: int = 5, rrf_k: int = 50, sectors: list[str
                since: datetime | None = None, until: datetime | None = None,
                reranker: str | None = None, embedder: str | None = None):
     """Hybrid retrieval with the environment's settings; returns the full RetrievalResult."""
-    from atlas.config import settings_from_env
-    from atlas.embeddings import make_embedder
-    from atlas.rerank import make_reranker
-    from atlas.retrieval.model import RetrievalOptions
-    from store.db import Database
-    from store.retrieval import hybrid_search
+    from forum_atlas.config import settings_from_env
+    from forum_atlas.embeddings import make_embedder
+    from forum_atlas.rerank import make_reranker
+    from forum_atlas.retrieval.model import RetrievalOptions
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.retrieval import hybrid_search
 
     settings = settings_from_env()
     embedder_name = embedder or settings.embedder

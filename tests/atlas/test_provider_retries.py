@@ -1,4 +1,4 @@
-"""retry_call and Retry-After handling in atlas.providers (server-directed waits, caps, counts)."""
+"""retry_call and Retry-After handling in forum_atlas.providers (server-directed waits, caps, counts)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from atlas.providers import (
+from forum_atlas.providers import (
     ProviderAuthError,
     ProviderRateLimited,
     ProviderTimeout,

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from atlas.records import InputError, SourceInfo, detect_format, iter_raw, load_rows, to_records
+from forum_atlas.records import InputError, SourceInfo, detect_format, iter_raw, load_rows, to_records
 
 SOURCE = SourceInfo(name="Team notes", importance=3, quality_score=4, licence="CC-BY-4.0", sector="policy")
 

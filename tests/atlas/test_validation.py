@@ -1,7 +1,7 @@
-from atlas.records import iter_raw, load_rows
-from atlas.validation import BatchValidationError, require_valid, validate_rows
-
 import pytest
+
+from forum_atlas.records import iter_raw, load_rows
+from forum_atlas.validation import BatchValidationError, require_valid, validate_rows
 
 
 @pytest.fixture(scope="module")

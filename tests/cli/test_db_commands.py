@@ -1,6 +1,6 @@
 import json
 
-from cli.main import main
+from forum_atlas.cli.main import main
 
 
 def test_status_reports_versions_level_and_counts(database_url, monkeypatch, capsys):
@@ -17,7 +17,7 @@ def test_status_reports_versions_level_and_counts(database_url, monkeypatch, cap
 
 
 def test_audit_verify_passes_then_names_a_tampered_row(db, monkeypatch, capsys, database_url):
-    from store.db import record_event
+    from forum_atlas.store.db import record_event
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
     with db.transaction() as conn:

@@ -2,8 +2,8 @@
 
 import re
 
-from cli.main import main
-from store import native
+from forum_atlas.cli.main import main
+from forum_atlas.store import native
 
 
 def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkeypatch, prefect_env, tmp_path, capsys):

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import sys
-from cli.main import main
+from forum_atlas.cli.main import main
 codes = [main(argv) for argv in {argvs!r}]
 print("CODES", codes, "PREFECT", "prefect" in sys.modules)
 """

@@ -10,7 +10,7 @@ REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def run_cli(database_url, tmp_path, *args):
-    code = ("import sys; from cli.main import main; rc = main(sys.argv[1:]); "
+    code = ("import sys; from forum_atlas.cli.main import main; rc = main(sys.argv[1:]); "
             "assert 'prefect' not in sys.modules, 'atlas search imported prefect'; sys.exit(rc)")
     env = {"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": database_url, "ATLAS_DATA_DIR": str(tmp_path),
            "HOME": str(tmp_path)}

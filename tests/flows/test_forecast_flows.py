@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atlas.scoring import SCORING_VERSION
-from store import forecasts as repo
+from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.store import forecasts as repo
 
 REPO = Path(__file__).resolve().parents[2]
 UTC = timezone.utc
@@ -45,7 +45,7 @@ def test_prefect_yaml_ships_the_lane_paused_and_scoring_nightly():
 
 
 def test_direct_forecast_flow_publishes_an_unscoreable_forecast(prefect_env, atlas_env, db):
-    from flows.forecast import ForecastRequest, forecast
+    from forum_atlas.flows.forecast import ForecastRequest, forecast
 
     summary = forecast(ForecastRequest(question="Will the unemployment rate rise next quarter?",
                                        confidence_target=0.95, base_rate=0.4, seed=9))
@@ -60,7 +60,7 @@ def test_direct_forecast_flow_publishes_an_unscoreable_forecast(prefect_env, atl
 
 
 def test_forecast_flow_refuses_a_bad_confidence_target_and_writes_nothing(prefect_env, atlas_env, db):
-    from flows.forecast import ForecastRequest, forecast
+    from forum_atlas.flows.forecast import ForecastRequest, forecast
 
     with pytest.raises(Exception, match="strictly between 0 and 1"):
         forecast(ForecastRequest(question="q?", confidence_target=1.0))
@@ -74,10 +74,10 @@ def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, sha
     from prefect import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
     from prefect.client.schemas.schedules import CronSchedule
-    from prefect.states import Scheduled
     from prefect.flow_engine import run_flow
+    from prefect.states import Scheduled
 
-    from flows.bind_forecasts import bind_forecasts
+    from forum_atlas.flows.bind_forecasts import bind_forecasts
 
     repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
     shipped = _deployment("bind-forecasts")["schedules"][0]
@@ -113,8 +113,8 @@ def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, sha
 
 
 def test_lane_with_one_bad_question_binds_nothing(prefect_env, atlas_env, db, shared_data):
-    from atlas.forecasting.binding import BindingError
-    from flows.bind_forecasts import LaneParameters, bind_forecasts
+    from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
+    from forum_atlas.forecasting.binding import BindingError
 
     repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
     good = {"key": "ok", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}
@@ -128,15 +128,15 @@ def test_lane_with_one_bad_question_binds_nothing(prefect_env, atlas_env, db, sh
 
 def test_demo_binds_resolves_scores_and_reports_and_backfill_twice_changes_nothing(
         prefect_env, atlas_env, db, tmp_path):
-    from flows.backfill_scores import BackfillParameters, backfill_scores
-    from flows.forecast_demo import SAMPLE_SERIES, run_forecast_demo
+    from forum_atlas.cli.forecast_demo import run_forecast_demo
+    from forum_atlas.flows.backfill_scores import BackfillParameters, backfill_scores
 
-    report = run_forecast_demo(series_dir=SAMPLE_SERIES, report_dir=tmp_path / "report")
+    report = run_forecast_demo(report_dir=tmp_path / "report")
     assert report.counts == {"unscoreable": 0, "pending": 0, "resolved": 2, "unresolvable": 1}
     assert report.last_bound_at == datetime(2025, 4, 15, tzinfo=UTC)
     assert report.metrics.n_resolved == 2
     assert (tmp_path / "report" / "reliability.png").read_bytes()[:4] == b"\x89PNG"
-    again = run_forecast_demo(series_dir=SAMPLE_SERIES)
+    again = run_forecast_demo()
     assert again.counts == report.counts and again.metrics.brier == report.metrics.brier
     from prefect import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -162,8 +162,8 @@ def test_demo_binds_resolves_scores_and_reports_and_backfill_twice_changes_nothi
 def test_driver_evidence_cites_ingested_passages(prefect_env, atlas_env, db, tmp_path):
     import json
 
-    from flows.forecast import DriverInput, ForecastRequest, forecast
-    from flows.ingest import ingest
+    from forum_atlas.flows.forecast import DriverInput, ForecastRequest, forecast
+    from forum_atlas.flows.ingest import ingest
 
     source = {"name": "BLS releases", "importance": 5, "quality_score": 5, "licence": "public domain"}
     rows = [{"id": "r1", "title": "Employment Situation", "source": source,
@@ -187,7 +187,7 @@ def test_driver_evidence_cites_ingested_passages(prefect_env, atlas_env, db, tmp
 
 
 def test_nightly_flow_fetches_a_new_vintage_over_http(prefect_env, atlas_env, db, monkeypatch, shared_data):
-    from flows.score_accuracy import ScoringParameters, score_accuracy
+    from forum_atlas.flows.score_accuracy import ScoringParameters, score_accuracy
     from tests.support.wire import Reply, WireServer
 
     body = (shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv").read_text()

@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from prefect.artifacts import Artifact
 
-from atlas.records import InputError
-from atlas.validation import BatchValidationError
-from flows.ingest import SourceParams, ingest
+from forum_atlas.flows.ingest import SourceParams, ingest
+from forum_atlas.records import InputError
+from forum_atlas.validation import BatchValidationError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPO, "data", "sample", "scifact_sample.jsonl")
@@ -127,13 +127,14 @@ def test_full_scifact_corpus_then_rerun_then_one_changed_document(atlas_env, sha
 
 def test_kill_9_midway_then_rerun_ends_with_the_same_rows(atlas_env, pg_server_url, tmp_path):
     from prefect.settings import PREFECT_API_URL
-    from tests.conftest import _fresh_database
+
     from bench.ingest import write_synthetic_jsonl
+    from tests.conftest import _fresh_database
 
     corpus = write_synthetic_jsonl(tmp_path / "corpus.jsonl", 1500)
     reference_url = _fresh_database(pg_server_url)
     env = {**os.environ, "ATLAS_DATABASE_URL": reference_url, "PREFECT_API_URL": PREFECT_API_URL.value()}
-    script = f"from flows.ingest import ingest; ingest({str(corpus)!r}, batch_size=50)"
+    script = f"from forum_atlas.flows.ingest import ingest; ingest({str(corpus)!r}, batch_size=50)"
     subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
 
     env["ATLAS_DATABASE_URL"] = atlas_env

@@ -2,10 +2,10 @@
 
 from prefect import flow
 
-from atlas.retrieval.model import RetrievalOptions
-from store.retrieval import hybrid_search
-from tasks import retrieval as retrieval_tasks
-from tasks.resources import embedder
+from forum_atlas.embeddings import embedder_for as embedder
+from forum_atlas.retrieval.model import RetrievalOptions
+from forum_atlas.store.retrieval import hybrid_search
+from forum_atlas.tasks import retrieval as retrieval_tasks
 from tests.support.corpus import ingest, record
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from store import native
-from store.db import Database
-from store.documents import compact_bm25_postings
+from forum_atlas.store import native
+from forum_atlas.store.db import Database
+from forum_atlas.store.documents import compact_bm25_postings
 from tests.conftest import _fresh_database
 from tests.support.corpus import bm25_corpus, ingest, query_tokens, record, scifact_queries, scifact_records
 
@@ -91,7 +90,7 @@ def assert_index_matches_chunks(conn) -> None:
 def scifact_db(request, pg_server_url, shared_data, tmp_path_factory):
     """1,200 SciFact abstracts in three ingest transactions (statistics add up across them), with
     the posting blocks as the transactions wrote them, or merged by forum.bm25_compact."""
-    from atlas.config import Settings
+    from forum_atlas.config import Settings
 
     settings = Settings(database_url=_fresh_database(pg_server_url), data_dir=tmp_path_factory.mktemp("bm25"))
     database = Database.open(settings)

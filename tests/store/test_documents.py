@@ -5,11 +5,11 @@ import dataclasses
 import psycopg
 import pytest
 
-from atlas.embeddings import HashedEmbedder
-from atlas.ingestion import prepare
-from atlas.records import Record, SourceInfo
-from store.db import record_event, verify_events
-from store.documents import known_versions, write_batch
+from forum_atlas.embeddings import HashedEmbedder
+from forum_atlas.ingestion import prepare
+from forum_atlas.records import Record, SourceInfo
+from forum_atlas.store.db import record_event, verify_events
+from forum_atlas.store.documents import known_versions, write_batch
 
 SOURCE = SourceInfo("Gazette", 5, 4, "OGL-3.0", "https://gazette.example", "energy")
 EMBEDDER = HashedEmbedder(dim=64)
@@ -136,7 +136,7 @@ def test_audit_log_is_append_only_and_tamper_evident(db):
         for i in range(3):
             record_event(conn, "TEST_EVENT", {"i": i})
     with db.connection() as conn:
-        assert verify_events(conn) == []
+        assert verify_events(conn) == ([], 3)
         for statement in ("UPDATE forum.events SET payload = '{}'", "DELETE FROM forum.events", "TRUNCATE forum.events"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
                 conn.execute(statement)
@@ -146,5 +146,5 @@ def test_audit_log_is_append_only_and_tamper_evident(db):
         conn.execute("""UPDATE forum.events SET payload = '{"i": 42}' WHERE event_id = 2""")
         conn.execute("ALTER TABLE forum.events ENABLE TRIGGER events_append_only")
         conn.commit()
-        problems = verify_events(conn)
+        problems, _ = verify_events(conn)
     assert [(p["event_id"], p["problem"]) for p in problems] == [(2, "row_hash does not match the row content")]

@@ -8,16 +8,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from atlas.forecasting.binding import BindingError
-from atlas.forecasting.forecast import make_forecast
-from atlas.forecasting.lane import LaneQuestion
-from atlas.forecasting.montecarlo import ForecastInputError
-from atlas.scoring import SCORING_VERSION
-from atlas.series.parsing import SeriesFormatError
-from atlas.series.registry import UnknownSeriesError
-from store import forecasts as repo
-from store.scores import accuracy_report, run_scoring
-from tasks.forecasting import issue_bound_forecast
+from forum_atlas.forecasting.binding import BindingError
+from forum_atlas.forecasting.forecast import make_forecast
+from forum_atlas.forecasting.lane import LaneQuestion
+from forum_atlas.forecasting.montecarlo import ForecastInputError
+from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.series.parsing import SeriesFormatError
+from forum_atlas.series.registry import UnknownSeriesError
+from forum_atlas.store import forecasts as repo
+from forum_atlas.store.scores import accuracy_report, run_scoring
+from forum_atlas.tasks.forecasting import issue_bound_forecast
 
 UTC = timezone.utc
 

@@ -4,8 +4,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from store import migrations
-from store.migrations import MigrationChecksumError, MigrationError
+from forum_atlas.store import migrations
+from forum_atlas.store.migrations import MigrationChecksumError, MigrationError
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from store import native
+from forum_atlas.store import native
 from tests.support.corpus import ingest, record
 
 pytestmark = pytest.mark.skipif(native._compiler() is None, reason="no C compiler: the kernel cannot be built here")

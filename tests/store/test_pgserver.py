@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 CLIENT = """
 import sys, time, psycopg
 from pathlib import Path
-from store.pgserver import embedded_url
+from forum_atlas.store.pgserver import embedded_url
 url = embedded_url(Path(sys.argv[1]))
 with psycopg.connect(url) as conn:
     print(conn.execute("SELECT 40 + 2").fetchone()[0], flush=True)

@@ -8,13 +8,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from atlas.embeddings import HashedEmbedder
-from atlas.retrieval.model import RetrievalOptions
-from atlas.retrieval.query import QueryError
 from bench.synthetic_corpus import SyntheticCorpus
-from store import retrieval
-from store.db import Database
-from store.documents import ensure_embedding_index, register_embedder
+from forum_atlas.embeddings import HashedEmbedder
+from forum_atlas.retrieval.model import RetrievalOptions
+from forum_atlas.retrieval.query import QueryError
+from forum_atlas.store import retrieval
+from forum_atlas.store.db import Database
+from forum_atlas.store.documents import ensure_embedding_index, register_embedder
 from tests.conftest import _fresh_database
 from tests.support.corpus import ingest, record
 
@@ -25,7 +25,7 @@ SIZE = 600
 @pytest.fixture(scope="module")
 def corpus_db(pg_server_url, tmp_path_factory):
     """600 synthetic documents in five sectors (one holds ~1 %), HNSW index built."""
-    from atlas.config import Settings
+    from forum_atlas.config import Settings
 
     db = Database.open(Settings(database_url=_fresh_database(pg_server_url), data_dir=tmp_path_factory.mktemp("ret")))
     for batch in SyntheticCorpus(SIZE, seed=3).records(300):

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from atlas.chunking import ChunkingOptions
-from atlas.embeddings import HashedEmbedder
-from atlas.ingestion import prepare
-from atlas.records import SCIFACT_SOURCE, Record, SourceInfo
-from store.db import Database
-from store.documents import known_versions, write_batch
+from forum_atlas.chunking import ChunkingOptions
+from forum_atlas.embeddings import HashedEmbedder
+from forum_atlas.ingestion import prepare
+from forum_atlas.records import SCIFACT_SOURCE, Record, SourceInfo
+from forum_atlas.store.db import Database
+from forum_atlas.store.documents import known_versions, write_batch
 
 WHOLE = ChunkingOptions(max_chars=10_000, overlap_chars=0)
 TEST_SOURCE = SourceInfo(name="test source", importance=3, quality_score=3, licence="CC0")

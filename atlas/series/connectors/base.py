@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from atlas.series.parsing import ParsedSeries
+from forum_atlas.series.parsing import ParsedSeries
 
 
 @dataclass(frozen=True)

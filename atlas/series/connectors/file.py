@@ -11,8 +11,8 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from atlas.series.connectors.base import FetchedVintage
-from atlas.series.parsing import parse_fred_csv
+from forum_atlas.series.connectors.base import FetchedVintage
+from forum_atlas.series.parsing import parse_fred_csv
 
 _VINTAGE_IN_NAME = re.compile(r"__fred_vintage_(\d{4})-(\d{2})")
 

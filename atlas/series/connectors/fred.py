@@ -12,10 +12,16 @@ from datetime import datetime, timezone
 
 import httpx
 
-from atlas.providers import (ProviderBadResponse, ProviderRateLimited, ProviderTimeout, ProviderUnavailable,
-                             error_for_status, retry_call)
-from atlas.series.connectors.base import FetchedVintage
-from atlas.series.parsing import SeriesFormatError, parse_fred_csv
+from forum_atlas.providers import (
+    ProviderBadResponse,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+    error_for_status,
+    retry_call,
+)
+from forum_atlas.series.connectors.base import FetchedVintage
+from forum_atlas.series.parsing import SeriesFormatError, parse_fred_csv
 
 FRED_API_BASE = "https://api.stlouisfed.org"
 FRED_CSV_BASE = "https://fred.stlouisfed.org"

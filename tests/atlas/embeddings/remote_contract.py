@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atlas.embeddings import EmbedderSetupError, make_embedder
-from atlas.embeddings.base import RemoteEmbedder
-from atlas.embeddings.hashed import HashedEmbedder
-from atlas.providers import (
+from forum_atlas.embeddings import EmbedderSetupError, make_embedder
+from forum_atlas.embeddings.base import RemoteEmbedder
+from forum_atlas.embeddings.hashed import HashedEmbedder
+from forum_atlas.providers import (
     ProviderAuthError,
     ProviderBadResponse,
     ProviderOutcome,

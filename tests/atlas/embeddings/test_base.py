@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atlas.embeddings import HashedEmbedder, make_embedder
-from atlas.embeddings.base import batched, check_texts, estimate_tokens, resolve_dim, unit_matrix
-from atlas.providers import ProviderBadResponse
+from forum_atlas.embeddings import HashedEmbedder, make_embedder
+from forum_atlas.embeddings.base import batched, check_texts, estimate_tokens, resolve_dim, unit_matrix
+from forum_atlas.providers import ProviderBadResponse
 
 
 def test_batches_respect_item_and_token_limits_and_keep_order():

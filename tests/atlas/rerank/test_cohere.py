@@ -2,10 +2,10 @@
 
 import pytest
 
-from atlas.providers import ProviderUnavailable
-from atlas.rerank.cohere import CohereReranker
-from atlas.retrieval import stages
-from atlas.retrieval.model import Candidate, RetrievalOptions, StageResult
+from forum_atlas.providers import ProviderUnavailable
+from forum_atlas.rerank.cohere import CohereReranker
+from forum_atlas.retrieval import stages
+from forum_atlas.retrieval.model import Candidate, RetrievalOptions, StageResult
 from tests.support.wire import Reply, WireServer
 
 PATH = "/v2/rerank"
@@ -72,7 +72,7 @@ def test_auth_and_malformed_replies_are_typed(server):
 
 
 def test_missing_key_is_a_setup_error(monkeypatch):
-    from atlas.rerank.base import RerankerSetupError
+    from forum_atlas.rerank.base import RerankerSetupError
 
     monkeypatch.delenv("COHERE_API_KEY", raising=False)
     monkeypatch.delenv("CO_API_KEY", raising=False)

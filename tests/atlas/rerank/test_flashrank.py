@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from atlas.rerank import make_reranker
-from atlas.rerank.base import RerankerSetupError
-from atlas.rerank.flashrank import DEFAULT_MODEL, FlashRankReranker, required_files
+from forum_atlas.rerank import make_reranker
+from forum_atlas.rerank.base import RerankerSetupError
+from forum_atlas.rerank.flashrank import DEFAULT_MODEL, FlashRankReranker, required_files
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "insulin", "muscle", "solar", "panel", "therapy", "resistance"]
 

@@ -4,11 +4,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from atlas.rerank.none import NoReranker
-from atlas.retrieval.context import cap_context
-from atlas.retrieval.fusion import reciprocal_rank_fusion
-from atlas.retrieval.model import Candidate, RetrievalOptions
-from atlas.retrieval.query import MAX_QUERY_CHARS, QueryError, check_options, clean_query
+from forum_atlas.rerank.none import NoReranker
+from forum_atlas.retrieval.context import cap_context
+from forum_atlas.retrieval.fusion import reciprocal_rank_fusion
+from forum_atlas.retrieval.model import Candidate, RetrievalOptions
+from forum_atlas.retrieval.query import MAX_QUERY_CHARS, QueryError, check_options, clean_query
 
 
 def ranked(*ids):
@@ -81,7 +81,7 @@ def test_option_checks():
 
 
 def _fused(*chunk_ids):
-    from atlas.retrieval.stages import StageResult
+    from forum_atlas.retrieval.stages import StageResult
 
     return StageResult("fusion", "rrf", "1", {}, [Candidate(c, rank, 1.0 / rank) for rank, c in enumerate(chunk_ids, start=1)])
 
@@ -91,14 +91,14 @@ class _FailingReranker:
     version = "1"
 
     def rerank(self, query, passages):
-        from atlas.providers import ProviderUnavailable
+        from forum_atlas.providers import ProviderUnavailable
 
         raise ProviderUnavailable("failing", "503 from the test")
 
 
 @pytest.mark.parametrize("reranker", [NoReranker(), _FailingReranker()], ids=["ranked", "degraded"])
 def test_final_sources_are_distinct_documents_best_passage_first(reranker):
-    from atlas.retrieval.stages import rerank
+    from forum_atlas.retrieval.stages import rerank
 
     document_of = {11: 1, 12: 1, 21: 2, 31: 3, 13: 1, 41: 4}
     texts = {c: f"passage {c}" for c in document_of}

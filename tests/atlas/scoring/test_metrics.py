@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import brier_score_loss
 
-from atlas.scoring.metrics import accuracy_metrics, brier_score, murphy_decomposition
+from forum_atlas.scoring.metrics import accuracy_metrics, brier_score, murphy_decomposition
 
 # Discrete forecasts (as a forecaster rounding to tenths issues them) and their outcomes.
 P = np.array([0.1, 0.1, 0.1, 0.3, 0.3, 0.5, 0.5, 0.5, 0.5, 0.7, 0.7, 0.9, 0.9, 0.9, 0.9, 0.2])

@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from atlas.scoring.metrics import accuracy_metrics
-from atlas.scoring.quality import validate_current_scores
-from atlas.scoring.report import AccuracyReport
+from forum_atlas.scoring.metrics import accuracy_metrics
+from forum_atlas.scoring.quality import validate_current_scores
+from forum_atlas.scoring.report import AccuracyReport
 
 
 def frame(**overrides):

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from atlas.scoring.batch import VintageData, score_bindings
-from atlas.scoring.resolution import compare
+from forum_atlas.scoring.batch import VintageData, score_bindings
+from forum_atlas.scoring.resolution import compare
 
 VINTAGE = VintageData(
     vintage_id=7, series_id="UNRATE", label="2026-03",

@@ -6,8 +6,8 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from atlas.providers import ProviderAuthError, ProviderBadResponse, ProviderRateLimited, ProviderUnavailable
-from atlas.series.connectors.fred import FredConnector
+from forum_atlas.providers import ProviderAuthError, ProviderBadResponse, ProviderRateLimited, ProviderUnavailable
+from forum_atlas.series.connectors.fred import FredConnector
 from tests.support.wire import Reply, WireServer
 
 API = "/fred/series/observations"

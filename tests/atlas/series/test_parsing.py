@@ -6,9 +6,9 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from atlas.series.connectors import FileConnector
-from atlas.series.parsing import SeriesFormatError, parse_fred_csv
-from atlas.series.registry import UnknownSeriesError, series_info
+from forum_atlas.series.connectors import FileConnector
+from forum_atlas.series.parsing import SeriesFormatError, parse_fred_csv
+from forum_atlas.series.registry import UnknownSeriesError, series_info
 
 
 def test_new_format_keeps_the_never_published_month_as_missing(shared_data):

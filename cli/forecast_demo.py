@@ -16,17 +16,16 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from atlas.forecasting.lane import LaneQuestion
-from atlas.scoring.report import AccuracyReport
-from flows.bind_forecasts import LaneParameters, bind_forecasts
-from flows.score_accuracy import ScoringParameters, score_accuracy
-from store.forecasts import load_series_files
-from store.scores import accuracy_report
-from tasks.resources import database, resolve_settings
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
+from forum_atlas.flows.score_accuracy import ScoringParameters, score_accuracy
+from forum_atlas.forecasting.lane import LaneQuestion
+from forum_atlas.resources import data_file
+from forum_atlas.scoring.report import AccuracyReport
+from forum_atlas.store.db import shared_database
+from forum_atlas.store.forecasts import load_series_files
+from forum_atlas.store.scores import accuracy_report
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_SERIES = REPO.parent / "shared" / "data" / "series"
-SAMPLE_SERIES = REPO / "data" / "series"
 DEMO_FILES = ("UNRATE__fred_vintage_2025-04.csv", "UNRATE__fred_vintage_2026-03.csv",
               "CPIAUCSL__fred_vintage_2025-04.csv", "CPIAUCSL__fred_vintage_2026-03.csv")
 ISSUED_AT = datetime(2025, 4, 15, tzinfo=timezone.utc)
@@ -43,13 +42,14 @@ DEMO_QUESTIONS = [
 
 def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None,
                       database_block: str | None = None) -> AccuracyReport:
-    series_dir = series_dir or (SHARED_SERIES if SHARED_SERIES.is_dir() else SAMPLE_SERIES)
+    """`series_dir` holds the four DEMO_FILES; default: the copies bundled with the package."""
+    files = [series_dir / name if series_dir else data_file("series", name) for name in DEMO_FILES]
     settings = resolve_settings(database_block)
-    stored = load_series_files(database(settings), [series_dir / name for name in DEMO_FILES])
+    stored = load_series_files(shared_database(settings), files)
     print("series vintages: " + ", ".join(f"{s['series_id']} {s['label']} (#{s['vintage_id']}"
                                           f"{'' if s['created'] else ', already stored'})" for s in stored))
     bind_forecasts(LaneParameters(questions=DEMO_QUESTIONS, as_of=ISSUED_AT), database_block=database_block)
     score_accuracy(ScoringParameters(as_of=SCORED_AT, report_dir=str(report_dir) if report_dir else None),
                    database_block=database_block)
-    with database(settings).connection() as conn:
+    with shared_database(settings).connection() as conn:
         return accuracy_report(conn)

@@ -1,0 +1,218 @@
+"""What a deliberation is made of (DEL-1…8, AUD-1…4): the panel's plan, the passages a persona
+reads, the claims it writes, the audit's verdict on each, and the brief that is persisted.
+
+Tags are the two the product knows: `SOURCED` (the claim cites a retrieved passage with a verbatim
+quote) and `INFERRED` (analytical reasoning, said plainly). A `SOURCED` claim keeps its tag only if
+the audit finds its passage in the round's retrieved set, its quote verbatim in that passage and no
+verdict that the passage fails to support it; otherwise it is rewritten to `INFERRED` and the
+failed check is recorded (`Downgrade`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Tag = Literal["SOURCED", "INFERRED"]
+SOURCED: Tag = "SOURCED"
+INFERRED: Tag = "INFERRED"
+
+# supports / contradicts / contextual, or abstain when the verifier cannot tell (DEL-8).
+Verdict = Literal["supports", "contradicts", "contextual", "abstain"]
+VERDICTS: tuple[Verdict, ...] = ("supports", "contradicts", "contextual", "abstain")
+
+# Why a SOURCED claim lost its tag; the first failing check in this order is the one recorded.
+FailedCheck = Literal["no_quote", "unknown_source", "not_retrieved", "quote_not_verbatim", "contradicts", "contextual"]
+
+COORDINATOR = "coordinator"
+SPECIALISTS = ("legal_regulatory", "financial", "technical", "geospatial", "forecasting")
+ROLE_TITLES = {
+    COORDINATOR: "Coordinator",
+    "legal_regulatory": "Legal / regulatory",
+    "financial": "Financial",
+    "technical": "Technical",
+    "geospatial": "Geospatial",
+    "forecasting": "Forecasting",
+}
+
+
+def insufficient_evidence(topic: str) -> str:
+    """The sentence a failed or empty section renders instead of text (DEL-5)."""
+    return f"insufficient evidence on {topic}"
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """One piece of personal data removed from the question before any provider saw it. The value
+    itself is never kept: only its kind, where it stood and a digest to match it against."""
+    kind: Literal["email", "phone", "id_number"]
+    start: int
+    end: int
+    digest: str      # sha256 hex of the removed text
+    placeholder: str  # what replaced it, e.g. "[EMAIL]"
+
+
+@dataclass(frozen=True)
+class PersonaAssignment:
+    role: str           # one of SPECIALISTS
+    topic: str          # what its section is about (also the topic of "insufficient evidence on …")
+    focus_query: str    # its retrieval query (built from the de-identified question)
+    reason: str         # why the coordinator called it
+
+
+@dataclass(frozen=True)
+class Plan:
+    outbound_question: str                     # de-identified: the only form any provider sees
+    redactions: tuple[Redaction, ...]
+    personas: tuple[PersonaAssignment, ...]
+    planner: str                               # engine name and version of the coordinator's rule
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved source as a persona reads it. `label` (S1, S2, …) is how prompts cite it."""
+    label: str
+    chunk_id: int
+    document_id: int
+    document_version: int
+    title: str
+    text: str           # the context given to the persona (the chunk, capped to the context budget)
+    source_name: str
+    url: str | None = None
+    published_at: str | None = None   # ISO date-time, or None when undated
+
+
+@dataclass(frozen=True)
+class ClaimDraft:
+    """A claim as an engine wrote it, before the audit."""
+    text: str
+    tag: Tag
+    source_label: str | None = None   # the passage it cites, e.g. "S3"
+    quote: str | None = None          # the verbatim passage text it rests on
+
+
+@dataclass(frozen=True)
+class DraftRequest:
+    question: str                     # de-identified
+    persona: PersonaAssignment
+    passages: tuple[Passage, ...]
+    attempt: int = 1                  # 2 = the retry, with a stricter prompt
+    failures: tuple[str, ...] = ()    # on a retry: what failed validation the first time, in words
+
+
+@dataclass
+class CallRecord:
+    """One provider or model call (AUD-4): what was asked (as a digest), how it went, how long."""
+    stage: str                        # e.g. "draft:technical#1", "support", "synthesis"
+    provider: str                     # engine name
+    version: str
+    input_digest: str                 # sha256 hex of the canonical request
+    outcome: str = "ok"               # ok | timeout | rate_limited | auth | unavailable | bad_response
+    latency_ms: float = 0.0
+    attempts: int = 1
+    detail: str = ""
+    prompt_hash: str | None = None    # sha256 hex of the exact prompt sent (model engines)
+    flow_run_id: str | None = None
+    task_run_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DraftReply:
+    """An engine's answer for one persona. `malformed` says why the output failed structural
+    validation (then `claims` is empty); `insufficient` is the engine's own, honest "nothing in
+    these passages addresses the topic"."""
+    claims: list[ClaimDraft]
+    call: CallRecord
+    insufficient: str | None = None
+    malformed: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditedClaim:
+    text: str
+    claimed_tag: Tag                  # what the engine said
+    tag: Tag                          # what the audit allows
+    chunk_id: int | None = None       # the cited passage (None for INFERRED claims without a source)
+    source_label: str | None = None
+    quote: str | None = None
+    verdict: Verdict | None = None    # the support verifier's, for SOURCED claims it reached
+    failed: FailedCheck | None = None
+    detail: str = ""                  # the failed check in words
+
+    @property
+    def downgraded(self) -> bool:
+        return self.claimed_tag == SOURCED and self.tag == INFERRED
+
+    @property
+    def verified(self) -> bool:
+        return self.tag == SOURCED
+
+
+@dataclass(frozen=True)
+class Downgrade:
+    """A SOURCED_TAGS_DOWNGRADED event: which claim, which passage, which check failed."""
+    role: str
+    attempt: int
+    claim: str
+    chunk_id: int | None
+    source_label: str | None
+    quote: str | None
+    failed: FailedCheck
+    detail: str
+
+
+@dataclass
+class Section:
+    """One persona's paragraph after the audit (and the retry, where validation failed)."""
+    role: str
+    topic: str
+    claims: list[AuditedClaim] = field(default_factory=list)
+    insufficient: str | None = None   # why the section renders "insufficient evidence on <topic>"
+    attempts: int = 1
+    engine: str = ""
+
+    @property
+    def text_if_insufficient(self) -> str:
+        return insufficient_evidence(self.topic)
+
+    def synthesis_input(self) -> list[AuditedClaim]:
+        """What synthesis may see (DEL-6): verified SOURCED claims and the engine's own INFERRED
+        ones, never a downgraded claim."""
+        if self.insufficient:
+            return []
+        return [c for c in self.claims if not c.downgraded]
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    """DEL-7: verified SOURCED vs INFERRED in the published brief, downgrades, retries."""
+    sourced_verified: int
+    inferred: int
+    downgraded: int
+    retried: int
+    insufficient_sections: int
+    sourced_claimed: int              # SOURCED tags as the engines wrote them, every attempt
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A post-audit claim as synthesis receives it."""
+    role: str
+    claim: AuditedClaim
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    question: str                               # de-identified
+    findings: tuple[Finding, ...]               # Section.synthesis_input() of every section
+    passages: tuple[Passage, ...]               # the passages those findings cite
+    insufficient_topics: tuple[str, ...] = ()   # sections that render "insufficient evidence on …"
