@@ -11,6 +11,7 @@ failed check is recorded (`Downgrade`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 Tag = Literal["SOURCED", "INFERRED"]
@@ -81,6 +82,8 @@ class Passage:
     title: str
     text: str           # the context given to the persona (the chunk, capped to the context budget)
     source_name: str
+    importance: int = 3               # the source's, 1–5 (5 = canonical)
+    quality_score: int = 3            # the source's, 1–5
     url: str | None = None
     published_at: str | None = None   # ISO date-time, or None when undated
 
@@ -216,3 +219,80 @@ class SynthesisRequest:
     findings: tuple[Finding, ...]               # Section.synthesis_input() of every section
     passages: tuple[Passage, ...]               # the passages those findings cite
     insufficient_topics: tuple[str, ...] = ()   # sections that render "insufficient evidence on …"
+
+
+@dataclass
+class BriefRecord:
+    """Everything one deliberation computed, handed to the store to write in one transaction."""
+    question: str                     # the de-identified question (the raw one is never stored)
+    plan: Plan
+    sections: list[Section]           # post-audit, one per persona
+    synthesis: Section                # the coordinator's, audited like the others
+    audit: AuditSummary
+    downgrades: list[Downgrade]       # each becomes a SOURCED_TAGS_DOWNGRADED event
+    calls: list[CallRecord]           # each becomes a provider-call row
+    passages: dict[int, Passage]      # the round's retrieved set, by chunk id
+    snapshot: dict[str, Any]          # the evidence snapshot (JSON-native values only), sealed on write
+    engines: dict[str, str]           # role of the engine -> "name version"
+    extractive: bool                  # the claims were copied from passages, not written by a model
+    created_at: datetime
+    flow_run_id: str | None = None
+
+
+# --- what a stored brief looks like when read back (store.briefs.load_brief → render) ---------
+
+@dataclass(frozen=True)
+class CitationView:
+    citation_id: int
+    label: str                        # S1, S2, … as the personas cited it
+    chunk_id: int
+    document_id: int
+    document_version: int
+    title: str
+    source_name: str
+    url: str | None
+    quote: str
+    passage: str                      # the whole cited chunk, to reopen the passage behind the citation
+    importance: int                   # snapshotted at citation time (AUD-2)
+    quality_score: int
+    recency_label: str                # just_now | hours | days | weeks | months | older | undated
+    published_at: str | None
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    text: str
+    tag: Tag
+    claimed_tag: Tag
+    verdict: Verdict | None = None
+    failed: FailedCheck | None = None
+    detail: str = ""
+    citation: CitationView | None = None
+
+
+@dataclass(frozen=True)
+class SectionView:
+    role: str
+    topic: str
+    claims: tuple[ClaimView, ...]
+    insufficient: str | None = None
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class BriefView:
+    brief_id: int
+    question: str
+    created_at: str                   # ISO date-time
+    synthesis: SectionView
+    sections: tuple[SectionView, ...]
+    audit: AuditSummary
+    engines: dict[str, str]
+    extractive: bool
+    snapshot_id: int
+    seal: str
+    redactions: int                   # how many pieces of personal data were removed from the question
+    flow_run_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
