@@ -36,6 +36,7 @@ class Settings:
     reranker_model_dir: Path | None = None
     llm: str = "offline"
     llm_model: str = "gpt-4o-mini"
+    support_verifier: str = "rules"   # rules (deterministic, offline) or openai (LLM-backed, may abstain)
     bm25_kernel: bool = True   # build the native BM25 kernel where the server allows (store/native.py)
 
     @property
@@ -59,5 +60,6 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         reranker_model_dir=Path(model_dir) if model_dir else None,
         llm=env.get("ATLAS_LLM", base.llm),
         llm_model=env.get("ATLAS_LLM_MODEL", base.llm_model),
+        support_verifier=env.get("ATLAS_SUPPORT_VERIFIER", base.support_verifier),
         bm25_kernel=env.get("ATLAS_BM25_KERNEL", "auto").strip().lower() != "off",
     )

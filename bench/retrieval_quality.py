@@ -126,7 +126,7 @@ def main() -> int:
                 for qid, text in queries.items():
                     chunks = retrieval.chunk_texts(conn, [c.chunk_id for c in fused[qid][:20]])
                     stage = stages.rerank(reranker, text, stages.StageResult("fusion", "", "", {}, fused[qid]),
-                                          retrieval.rerank_texts(chunks, rerank_opts), rerank_opts)
+                                          stages.rerank_texts(chunks, rerank_opts), rerank_opts)
                     rest = [c for c in fused[qid][20:]]
                     runs[f"hybrid ({label}) + {reranker.name} top-20"][qid] = stage.candidates + rest
             conn.commit()

@@ -11,7 +11,7 @@ Queries: 6 distinct content words of a document drawn from the same distribution
 Measured per query (p50/p95, ms): BM25 (`forum.bm25_search`, top 20, served by the native kernel
 when store/native.py could install it, which the output names; its PL/pgSQL fallback is timed on
 the same queries right after, i.e. on warm buffers), dense (HNSW top 20 with
-the 0.45 threshold), end-to-end hybrid (`store.retrieval.hybrid_search`: BM25 + dense + RRF + chunk
+the 0.45 threshold), end-to-end hybrid (`retrieval.pipeline.retrieve` on a `store.retrieval.Retriever`: BM25 + dense + RRF + chunk
 fetch, no rerank), the same with a selective filter (1 % sector), and rank_bm25's
 `get_scores` + top-k over the same token lists. HNSW recall@20 is measured against an exact scan.
 The queries run in a separate process whose peak RSS is reported, to show that query memory does
@@ -91,9 +91,12 @@ def query_worker(db_url: str, size: int) -> dict:
     """Runs in its own process: our query paths only, so its peak RSS is theirs."""
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
+    from forum_atlas.rerank.none import NoReranker
     from forum_atlas.retrieval.model import RetrievalOptions
+    from forum_atlas.retrieval.pipeline import retrieve
     from forum_atlas.store import retrieval
     from forum_atlas.store.db import Database
+    from forum_atlas.store.retrieval import Retriever
 
     queries = SyntheticCorpus(size).queries(QUERY_COUNT + WARMUP)
     embedder = make_embedder("hashed")
@@ -105,6 +108,7 @@ def query_worker(db_url: str, size: int) -> dict:
     tie_recall: list[float] = []
     filtered_full: list[bool] = []
     with Database.open(Settings(database_url=db_url), migrate=False) as db:
+        retriever = Retriever(db, embedder, NoReranker())
         with db.connection() as conn:
             for i, text in enumerate(queries):
                 for name, opts in (("", options), ("_filtered", filtered)):
@@ -145,7 +149,7 @@ def query_worker(db_url: str, size: int) -> dict:
         for i, text in enumerate(queries):
             for name, opts in (("hybrid", options), ("hybrid_filtered", filtered)):
                 t0 = time.perf_counter()
-                retrieval.hybrid_search(db, text, embedder, opts)
+                retrieve(retriever, text, opts)
                 if i >= WARMUP:
                     out[name].append((time.perf_counter() - t0) * 1000)
     return {"latency": {k: percentiles(v) for k, v in out.items()}, "hnsw_recall_at_20": float(np.mean(recall)),

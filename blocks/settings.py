@@ -16,3 +16,13 @@ def resolve_settings(database_block: str | None = None, providers_block: str | N
 
         settings = AtlasProviders.load(providers_block).apply(settings)
     return settings
+
+
+def load_secret(name: str | None) -> str | None:
+    """The value of the Prefect Secret block `name` (None when no name is given). Called inside the
+    task that needs it, so the value never becomes a task parameter that the Prefect API records."""
+    if not name:
+        return None
+    from prefect.blocks.system import Secret
+
+    return Secret.load(name).get()

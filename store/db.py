@@ -47,7 +47,7 @@ class Database:
     url: str
     pool: ConnectionPool
     settings: Settings
-    bm25_kernel: native.KernelStatus | None = None  # set when this handle applied migrations
+    bm25_kernel: native.KernelStatus | None = None  # set when this handle applied migrations (native.on_open)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, migrate: bool = True, max_size: int = 4) -> "Database":
@@ -61,7 +61,8 @@ class Database:
             kernel = None
             if migrate:
                 migrations.apply_pending(conn)
-                kernel = native.ensure_bm25_kernel(conn, enabled=settings.bm25_kernel)
+                # Compiles nothing, except on the first open of an embedded database (see native.on_open).
+                kernel = native.on_open(conn, enabled=settings.bm25_kernel, embedded=settings.database_url is None)
         pool = ConnectionPool(
             url,
             min_size=1,
@@ -97,7 +98,8 @@ class Database:
             server = conn.execute("SHOW server_version").fetchone()["server_version"]
             vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
             level = migrations.applied(conn)
-            bm25_engine = native.engine(conn)
+            kernel = native.describe(conn, enabled=self.settings.bm25_kernel)
+            kernel_install = native.last_install(conn)
             counts = conn.execute("SELECT * FROM forum.table_counts()").fetchall()
             models = conn.execute(
                 """SELECT m.name, m.engine, m.version, m.dim,
@@ -112,8 +114,9 @@ class Database:
             "pgvector_version": vector["extversion"],
             "migrations": [m["filename"] for m in level],
             "migration_level": level[-1]["filename"] if level else None,
-            "bm25_engine": bm25_engine,
-            "bm25_kernel_note": self.bm25_kernel.reason if self.bm25_kernel else "",
+            "bm25_engine": kernel.engine,
+            "bm25_kernel_note": kernel.reason,
+            "bm25_kernel_last_install": kernel_install,
             "counts": {row["table_name"]: row["row_count"] for row in counts},
             "embedding_models": models,
         }

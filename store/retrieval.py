@@ -1,10 +1,8 @@
-"""Retrieval's database side: exact BM25 (RET-1), dense HNSW search (RET-2), chunk texts, and
-`hybrid_search`, the one call that runs the whole pipeline (BM25 + dense → RRF → rerank).
+"""Retrieval's database side: exact BM25 (RET-1), dense HNSW search (RET-2), request checks that
+need the corpus (known sectors), chunk texts, and `Retriever`, which runs each stage of the one
+pipeline (`forum_atlas.retrieval.pipeline.retrieve`) as a plain call:
 
-    from forum_atlas.store.retrieval import hybrid_search
-    result = hybrid_search(db, "query", embedder, RetrievalOptions(top_k=10), reranker=None)
-    result.sources            # final passages, best first, each with its rank in every stage
-    result.as_dict()          # the full trace for an evidence snapshot
+    result = retrieve(Retriever(db, embedder, reranker), "query", RetrievalOptions(top_k=10))
 
 BM25 scoring runs in the database (`forum.bm25_search`, sql/010_bm25.sql and sql/011: a native
 kernel where store/native.py could install one, else PL/pgSQL). Planner settings for the dense
@@ -17,30 +15,31 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from forum_atlas.embeddings.base import Embedder
+from forum_atlas.config import Settings
+from forum_atlas.embeddings import Embedder, embedder_for
 from forum_atlas.providers import ProviderError, ProviderOutcome
-from forum_atlas.rerank.base import Reranker
-from forum_atlas.rerank.none import NoReranker
+from forum_atlas.rerank import Reranker, reranker_for
 from forum_atlas.retrieval import stages
-from forum_atlas.retrieval.context import cap_context
 from forum_atlas.retrieval.model import (
     BM25_ENGINE,
     BM25_VERSION,
     DENSE_ENGINE,
     Candidate,
     ChunkText,
+    Request,
     RetrievalOptions,
     RetrievalResult,
     StageResult,
 )
 from forum_atlas.retrieval.query import QueryError, check_options, clean_query
-from forum_atlas.store.db import Database
+from forum_atlas.store.db import Database, shared_database
 
 # pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
 # an exact scan of the filtered rows (few, by then), so selective filters still return a full top-k.
@@ -204,14 +203,15 @@ def admitted_chunks(conn: psycopg.Connection, options: RetrievalOptions, cap: in
 def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int, ChunkText]:
     rows = conn.execute(
         """SELECT c.chunk_id, c.document_id, c.heading, c.body, d.url, d.sector, d.published_at,
-                  s.name AS source_name, d.version, c.start_char, c.end_char
+                  s.name AS source_name, d.version, c.start_char, c.end_char, s.importance, s.quality_score
              FROM forum.chunks c JOIN forum.documents d USING (document_id) JOIN forum.sources s USING (source_id)
             WHERE c.chunk_id = ANY (%s) AND c.searchable""",
         (list(chunk_ids),),
     ).fetchall()
     return {r["chunk_id"]: ChunkText(r["chunk_id"], r["document_id"], r["heading"], r["body"], r["url"],
                                      r["sector"], r["published_at"], r["source_name"], r["version"],
-                                     r["start_char"], r["end_char"]) for r in rows}
+                                     r["start_char"], r["end_char"], r["importance"], r["quality_score"])
+            for r in rows}
 
 
 def known_sectors(conn: psycopg.Connection) -> list[str]:
@@ -237,55 +237,45 @@ def prepare_request(conn: psycopg.Connection, query: str, options: RetrievalOpti
     return text, checked, empty_reason
 
 
-def rerank_texts(chunks: dict[int, ChunkText], options: RetrievalOptions) -> dict[int, str]:
-    """What a reranker reads per candidate: title and passage, within the context budget."""
-    out = {}
-    for chunk_id, chunk in chunks.items():
-        body, _ = cap_context(chunk.body, options.max_context_chars)
-        out[chunk_id] = f"{chunk.title}\n{body}" if chunk.title else body
-    return out
-
-
 def candidate_chunks(conn: psycopg.Connection, fused: StageResult, options: RetrievalOptions) -> dict[int, ChunkText]:
     """The texts of the fused candidates the reranker will see."""
     return chunk_texts(conn, [c.chunk_id for c in fused.candidates[:options.rerank_candidates]])
 
 
-def finish(query: str, options: RetrievalOptions, lexical: StageResult, semantic: StageResult,
-           fused: StageResult, chunks: dict[int, ChunkText], reranker: Reranker) -> RetrievalResult:
-    """Rerank (falling back to the fused order on failure) and assemble the traced result."""
-    start = time.perf_counter()
-    reranked = stages.rerank(reranker, query, fused, rerank_texts(chunks, options), options,
-                             {chunk_id: chunk.document_id for chunk_id, chunk in chunks.items()})
-    all_stages = [lexical, semantic, fused, reranked]
-    sources = stages.assemble_sources(all_stages, reranked, chunks, options)
-    return RetrievalResult(query=query, options=options, stages=all_stages, sources=sources,
-                           explanation="" if sources else stages.explain_empty(all_stages),
-                           latency_ms={"rerank": (time.perf_counter() - start) * 1000})
+@dataclass(frozen=True)
+class Retriever:
+    """The pipeline's stages as plain calls on one database, query embedder and reranker."""
+    db: Database
+    embedder: Embedder
+    reranker: Reranker
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Retriever":
+        return cls(shared_database(settings), embedder_for(settings), reranker_for(settings))
 
-def hybrid_search(db: Database, query: str, embedder: Embedder, options: RetrievalOptions = RetrievalOptions(),
-                  reranker: Reranker | None = None) -> RetrievalResult:
-    """BM25 + dense → RRF → rerank → top_k sources, with the full per-stage trace.
+    def __repr__(self) -> str:  # what the Prefect UI shows as a task parameter
+        return f"Retriever(embedder={self.embedder.name}, reranker={self.reranker.name})"
 
-    Raises `QueryError` for unusable input (empty or oversized query, unknown sector, bad
-    parameters). A request that can match nothing (e.g. a recency window in the future) returns an
-    empty result whose `explanation` says why.
-    """
-    with db.connection() as conn:
-        text, options, empty_reason = prepare_request(conn, query, options)
-        if empty_reason:
-            return RetrievalResult(query=text, options=options, stages=[], sources=[], explanation=empty_reason)
-        t0 = time.perf_counter()
-        lexical = bm25(conn, text, options)
-        t1 = time.perf_counter()
-        semantic = dense(conn, embedder, text, options)
-        t2 = time.perf_counter()
-        fused = stages.fuse(lexical, semantic, options)
-        chunks = candidate_chunks(conn, fused, options)
-        conn.commit()
-    t3 = time.perf_counter()
-    result = finish(text, options, lexical, semantic, fused, chunks, reranker or NoReranker())
-    result.latency_ms.update(bm25=(t1 - t0) * 1000, dense=(t2 - t1) * 1000, fusion_and_fetch=(t3 - t2) * 1000,
-                             total=(time.perf_counter() - t0) * 1000)
-    return result
+    def check(self, query: str, options: RetrievalOptions) -> Request:
+        with self.db.connection() as conn:
+            return Request(*prepare_request(conn, query, options))
+
+    def bm25(self, request: Request) -> StageResult:
+        with self.db.connection() as conn:
+            return bm25(conn, request.query, request.options)
+
+    def dense(self, request: Request) -> StageResult:
+        with self.db.connection() as conn:
+            return dense(conn, self.embedder, request.query, request.options)
+
+    def legs(self, request: Request) -> tuple[StageResult, StageResult]:
+        return self.bm25(request), self.dense(request)
+
+    def fuse(self, lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
+        return stages.fuse(lexical, semantic, request.options)
+
+    def rerank(self, request: Request, lexical: StageResult, semantic: StageResult,
+               fused: StageResult) -> RetrievalResult:
+        with self.db.connection() as conn:
+            chunks = candidate_chunks(conn, fused, request.options)
+        return stages.finish(request.query, request.options, lexical, semantic, fused, chunks, self.reranker)

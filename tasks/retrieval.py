@@ -1,20 +1,16 @@
-"""Retrieval as Prefect tasks, one per stage, so a flow's DAG shows BM25, dense, fusion and rerank.
+"""The retrieval stages as Prefect tasks, so a flow's DAG shows BM25, dense, fusion and rerank.
 
 Inside a flow:
 
-    request = check_request(settings, question, options)
-    lexical = bm25_stage.submit(settings, request)       # the two legs can run concurrently
-    semantic = dense_stage.submit(settings, request)
-    fused = fuse_stage(lexical, semantic, request)
-    result = rerank_stage(settings, request, lexical, semantic, fused)   # RetrievalResult
+    result = retrieve(TaskRetriever(Retriever.from_settings(settings)), question, options)
 
-`retrieve(settings, question, options)` runs that sequence. `search_passages` is the plain-function
-form (no task run) for callers that only need passages, e.g. driver evidence in the forecast flow.
+`retrieve` is the one pipeline (`forum_atlas.retrieval.pipeline`); each task here only runs the
+matching stage of a `Retriever` (`forum_atlas.store.retrieval`). BM25 and dense are submitted
+together, so they run concurrently.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,86 +18,73 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from forum_atlas.config import Settings
-from forum_atlas.embeddings import embedder_for
-from forum_atlas.rerank import Reranker, make_reranker
-from forum_atlas.retrieval import stages
-from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult, StageResult
-from forum_atlas.store import retrieval
-from forum_atlas.store.db import shared_database
+from forum_atlas.retrieval.model import Request, RetrievalOptions, RetrievalResult, StageResult
+from forum_atlas.retrieval.pipeline import retrieve
+from forum_atlas.store.retrieval import Retriever
 
 retrieval_task = task(cache_policy=NO_CACHE, persist_result=False)
-_rerankers: dict[tuple, Reranker] = {}
-_lock = threading.Lock()
+
+
+@retrieval_task(name="check-request")
+def check_request(retriever: Retriever, query: str, options: RetrievalOptions) -> Request:
+    """Clean the query and check the options (raises QueryError with the fix)."""
+    return retriever.check(query, options)
+
+
+@retrieval_task(name="bm25")
+def bm25_stage(retriever: Retriever, request: Request) -> StageResult:
+    return retriever.bm25(request)
+
+
+@retrieval_task(name="dense")
+def dense_stage(retriever: Retriever, request: Request) -> StageResult:
+    return retriever.dense(request)
+
+
+@retrieval_task(name="fusion")
+def fuse_stage(retriever: Retriever, lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
+    return retriever.fuse(lexical, semantic, request)
+
+
+@retrieval_task(name="rerank")
+def rerank_stage(retriever: Retriever, request: Request, lexical: StageResult, semantic: StageResult,
+                 fused: StageResult) -> RetrievalResult:
+    """Rerank the fused candidates (fused order, marked degraded, if the reranker fails)."""
+    return retriever.rerank(request, lexical, semantic, fused)
 
 
 @dataclass(frozen=True)
-class Request:
-    query: str
-    options: RetrievalOptions
-    empty_reason: str = ""
+class TaskRetriever:
+    """A `Retriever` whose stages run as the tasks above."""
+    retriever: Retriever
+
+    def check(self, query: str, options: RetrievalOptions) -> Request:
+        return check_request(self.retriever, query, options)
+
+    def legs(self, request: Request) -> tuple[StageResult, StageResult]:
+        lexical, semantic = bm25_stage.submit(self.retriever, request), dense_stage.submit(self.retriever, request)
+        return lexical.result(), semantic.result()
+
+    def fuse(self, lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
+        return fuse_stage(self.retriever, lexical, semantic, request)
+
+    def rerank(self, request: Request, lexical: StageResult, semantic: StageResult,
+               fused: StageResult) -> RetrievalResult:
+        return rerank_stage(self.retriever, request, lexical, semantic, fused)
 
 
-def reranker(settings: Settings) -> Reranker:
-    """One reranker per configuration and process (a local model is slow to load)."""
-    key = (settings.reranker, str(settings.reranker_model_dir))
-    with _lock:
-        if key not in _rerankers:
-            _rerankers[key] = make_reranker(settings.reranker, model_dir=settings.reranker_model_dir)
-        return _rerankers[key]
-
-
-@retrieval_task
-def check_request(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> Request:
-    """Clean the query and check the options (raises QueryError with the fix)."""
-    with shared_database(settings).connection() as conn:
-        return Request(*retrieval.prepare_request(conn, query, options))
-
-
-@retrieval_task
-def bm25_stage(settings: Settings, request: Request) -> StageResult:
-    with shared_database(settings).connection() as conn:
-        return retrieval.bm25(conn, request.query, request.options)
-
-
-@retrieval_task
-def dense_stage(settings: Settings, request: Request) -> StageResult:
-    with shared_database(settings).connection() as conn:
-        return retrieval.dense(conn, embedder_for(settings), request.query, request.options)
-
-
-@retrieval_task
-def fuse_stage(lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
-    return stages.fuse(lexical, semantic, request.options)
-
-
-@retrieval_task
-def rerank_stage(settings: Settings, request: Request, lexical: StageResult, semantic: StageResult,
-                 fused: StageResult) -> RetrievalResult:
-    """Rerank the fused candidates (fused order, marked degraded, if the reranker fails) and return
-    the traced result."""
-    with shared_database(settings).connection() as conn:
-        chunks = retrieval.candidate_chunks(conn, fused, request.options)
-    return retrieval.finish(request.query, request.options, lexical, semantic, fused, chunks, reranker(settings))
-
-
-def retrieve(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:
-    """The four stages as tasks; call inside a flow."""
-    request = check_request(settings, query, options)
-    if request.empty_reason:
-        return RetrievalResult(query=request.query, options=request.options, stages=[], sources=[],
-                               explanation=request.empty_reason)
-    lexical = bm25_stage.submit(settings, request)
-    semantic = dense_stage.submit(settings, request)
-    fused = fuse_stage(lexical, semantic, request)
-    return rerank_stage(settings, request, lexical.result(), semantic.result(), fused)
+def retrieve_in_flow(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:
+    """The pipeline with every stage a task run (call inside a flow)."""
+    return retrieve(TaskRetriever(Retriever.from_settings(settings)), query, options)
 
 
 def search_passages(settings: Settings, query: str, *, top_k: int = 5, **options: Any) -> list[dict[str, Any]]:
     """Final passages as dicts (chunk_id, document_id, title, body, url, score, rank, start_char,
-    end_char, ranks per stage), best first. No task run: usable from any task or script."""
-    result = retrieval.hybrid_search(shared_database(settings), query, embedder_for(settings),
-                                     RetrievalOptions(top_k=top_k, **options), reranker(settings))
-    final = result.stages[-1].ranks() if result.stages else {}
-    scores = {c.chunk_id: c.score for c in result.stages[-1].candidates} if result.stages else {}
-    return [{**source.as_dict(), "body": source.context, "rank": final.get(source.chunk.chunk_id),
+    end_char, ranks per stage), best first — for callers that want passages, not a trace (forecast
+    driver evidence). Plain calls, so it is usable from inside any task."""
+    result = retrieve(Retriever.from_settings(settings), query, RetrievalOptions(top_k=top_k, **options))
+    final = result.stages[-1] if result.stages else None
+    ranks = final.ranks() if final else {}
+    scores = {c.chunk_id: c.score for c in final.candidates} if final else {}
+    return [{**source.as_dict(), "body": source.context, "rank": ranks.get(source.chunk.chunk_id),
              "score": scores.get(source.chunk.chunk_id)} for source in result.sources]

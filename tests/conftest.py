@@ -55,7 +55,7 @@ def pg_server_url() -> str:
     with psycopg.connect(make_conninfo(url, dbname=TEMPLATE), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         migrations.apply_pending(conn)
-        native.ensure_bm25_kernel(conn)  # as Database.open does; test databases are cloned with it
+        native.install_kernel(conn)  # as `atlas db install-kernel` does; test databases are cloned with it
     return url
 
 

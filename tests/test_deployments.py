@@ -61,3 +61,15 @@ def test_binding_lane_ships_paused_and_nightly_scoring_is_a_utc_cron(deployed):
     nightly = next(d for key, d in deployed.items() if key.endswith("/score-accuracy"))
     assert lane.schedules and not any(s.active for s in lane.schedules)
     assert all(s.active and s.schedule.timezone == "UTC" and s.schedule.cron for s in nightly.schedules)
+
+
+def test_deliberate_run_form_has_bounds_and_choices(deployed):
+    deliberate = next(d for key, d in deployed.items() if key.endswith("/deliberate"))
+    schema = deliberate.parameter_openapi_schema
+    form = schema["definitions"]["DeliberationParameters"]
+    assert form["required"] == ["question"]
+    top_k = form["properties"]["top_k"]
+    assert (top_k["default"], top_k["minimum"], top_k["maximum"]) == (10, 1, 20) and top_k["description"]
+    personas = form["properties"]["personas"]["anyOf"][0]["items"]
+    assert set(personas["enum"]) == {"legal_regulatory", "financial", "technical", "geospatial", "forecasting"}
+    assert deliberate.parameters["params"]["question"]

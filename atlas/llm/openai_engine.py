@@ -1,7 +1,8 @@
 """Driver decomposition by any OpenAI-compatible chat endpoint, through the `openai` SDK.
 
-The SDK's own retries (which honour Retry-After) handle transient failures; whatever still fails
-is mapped to the typed provider errors. The answer must be a JSON object with a `drivers` list.
+The client and the mapping of SDK failures to typed provider errors are shared with the other
+OpenAI-backed engines (`forum_atlas.llm.openai_client`). The answer must be a JSON object with a
+`drivers` list.
 """
 
 from __future__ import annotations
@@ -10,15 +11,8 @@ import json
 
 from forum_atlas.forecasting.montecarlo import Driver
 from forum_atlas.llm.base import drivers_from_payload
-from forum_atlas.providers import (
-    ProviderAuthError,
-    ProviderBadResponse,
-    ProviderError,
-    ProviderRateLimited,
-    ProviderTimeout,
-    ProviderUnavailable,
-    error_for_status,
-)
+from forum_atlas.llm.openai_client import DEFAULT_MODEL, OpenAIChat
+from forum_atlas.providers import ProviderBadResponse
 
 PROVIDER = "openai-llm"
 SYSTEM_PROMPT = (
@@ -33,47 +27,22 @@ SYSTEM_PROMPT = (
 class OpenAIDriverEngine:
     version = "chat-json-v1"
 
-    def __init__(self, *, model: str = "gpt-4o-mini", api_key: str | None = None, base_url: str | None = None,
+    def __init__(self, *, model: str = DEFAULT_MODEL, api_key: str | None = None, base_url: str | None = None,
                  timeout_s: float = 30.0, max_retries: int = 2):
-        from openai import OpenAI
-
         self.model = model
         self.name = f"openai:{model}"
-        self.client = OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
         self.max_retries = max_retries
-
-    def _typed(self, exc: Exception) -> ProviderError:
-        import openai
-
-        attempts = self.max_retries + 1
-        if isinstance(exc, openai.APITimeoutError):
-            return ProviderTimeout(PROVIDER, str(exc), attempts=attempts)
-        if isinstance(exc, openai.APIConnectionError):
-            return ProviderUnavailable(PROVIDER, str(exc), attempts=attempts)
-        if isinstance(exc, openai.RateLimitError):
-            return ProviderRateLimited(PROVIDER, str(exc), status=429, attempts=attempts)
-        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-            return ProviderAuthError(PROVIDER, str(exc), status=exc.status_code, attempts=attempts)
-        if isinstance(exc, openai.APIStatusError):
-            return error_for_status(PROVIDER, exc.status_code, str(exc), attempts=attempts)
-        return ProviderBadResponse(PROVIDER, f"{type(exc).__name__}: {exc}", attempts=attempts)
+        self.chat = OpenAIChat(provider=PROVIDER, model=model, api_key=api_key, base_url=base_url,
+                               timeout_s=timeout_s, max_retries=max_retries)
 
     def propose_drivers(self, question: str, *, base_rate: float) -> list[Driver]:
-        import openai
-
+        result = self.chat.complete_json([
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Question: {question}\nBase rate: {base_rate:.4f}"},
+        ])
         try:
-            completion = self.client.chat.completions.create(
-                model=self.model,
-                temperature=0,
-                response_format={"type": "json_object"},
-                messages=[{"role": "system", "content": SYSTEM_PROMPT},
-                          {"role": "user", "content": f"Question: {question}\nBase rate: {base_rate:.4f}"}],
-            )
-        except openai.OpenAIError as exc:
-            raise self._typed(exc) from exc
-        try:
-            content = completion.choices[0].message.content or ""
-            payload = json.loads(content)
-        except (IndexError, AttributeError, ValueError) as exc:
-            raise ProviderBadResponse(PROVIDER, f"answer is not a JSON object: {exc}") from exc
+            payload = json.loads(result.content or "")
+        except ValueError as exc:
+            raise ProviderBadResponse(PROVIDER, f"answer is not a JSON object: {exc}",
+                                      attempts=result.attempts) from exc
         return drivers_from_payload(PROVIDER, payload)

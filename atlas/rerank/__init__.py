@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
+from forum_atlas.config import Settings
 from forum_atlas.rerank.base import Reranker, RerankerSetupError
 from forum_atlas.rerank.none import NoReranker
 
@@ -30,4 +32,17 @@ def make_reranker(name: str, *, model_dir: Path | str | None = None, **options: 
     raise ValueError(f"unknown reranker {name!r}: choose none, flashrank or cohere")
 
 
-__all__ = ["NoReranker", "Reranker", "RerankerSetupError", "make_reranker"]
+_shared: dict[tuple[str, str], Reranker] = {}
+_lock = threading.Lock()
+
+
+def reranker_for(settings: Settings) -> Reranker:
+    """The configured reranker, one per configuration and process (a local model is slow to load)."""
+    key = (settings.reranker, str(settings.reranker_model_dir))
+    with _lock:
+        if key not in _shared:
+            _shared[key] = make_reranker(settings.reranker, model_dir=settings.reranker_model_dir)
+        return _shared[key]
+
+
+__all__ = ["NoReranker", "Reranker", "RerankerSetupError", "make_reranker", "reranker_for"]

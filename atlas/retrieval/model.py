@@ -54,6 +54,15 @@ class RetrievalOptions:
 
 
 @dataclass(frozen=True)
+class Request:
+    """A checked retrieval request: the cleaned query, the normalised options, and the reason it can
+    match nothing ("" when it can)."""
+    query: str
+    options: RetrievalOptions
+    empty_reason: str = ""
+
+
+@dataclass(frozen=True)
 class Candidate:
     chunk_id: int
     rank: int      # 1-based within its stage
@@ -99,6 +108,8 @@ class ChunkText:
     document_version: int
     start_char: int = 0
     end_char: int = 0
+    importance: int = 3       # the source's (1–5), as stored now
+    quality_score: int = 3
 
 
 @dataclass

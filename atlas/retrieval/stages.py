@@ -1,10 +1,12 @@
 """Pure retrieval stages: fusion, reranking with a typed fallback, and the final sources.
 
-The database stages (BM25, dense) live in `store.retrieval`; these take their candidate lists.
+The database stages (BM25, dense) live in `forum_atlas.store.retrieval`; these take their
+candidate lists. `forum_atlas.tasks.retrieval.retrieve` runs them all in order.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
 from forum_atlas.providers import ProviderError, ProviderOutcome, observed
@@ -16,6 +18,7 @@ from forum_atlas.retrieval.model import (
     Candidate,
     ChunkText,
     RetrievalOptions,
+    RetrievalResult,
     Source,
     StageResult,
 )
@@ -109,3 +112,25 @@ def assemble_sources(stages: Sequence[StageResult], final: StageResult, chunks: 
 def explain_empty(stages: Sequence[StageResult]) -> str:
     notes = [f"{s.stage}: {s.note}" for s in stages if s.note]
     return "no source matched the query" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def rerank_texts(chunks: Mapping[int, ChunkText], options: RetrievalOptions) -> dict[int, str]:
+    """What a reranker reads per candidate: title and passage, within the context budget."""
+    out = {}
+    for chunk_id, chunk in chunks.items():
+        body, _ = cap_context(chunk.body, options.max_context_chars)
+        out[chunk_id] = f"{chunk.title}\n{body}" if chunk.title else body
+    return out
+
+
+def finish(query: str, options: RetrievalOptions, lexical: StageResult, semantic: StageResult,
+           fused: StageResult, chunks: Mapping[int, ChunkText], reranker: Reranker) -> RetrievalResult:
+    """Rerank (falling back to the fused order on failure) and assemble the traced result."""
+    start = time.perf_counter()
+    reranked = rerank(reranker, query, fused, rerank_texts(chunks, options), options,
+                      {chunk_id: chunk.document_id for chunk_id, chunk in chunks.items()})
+    all_stages = [lexical, semantic, fused, reranked]
+    sources = assemble_sources(all_stages, reranked, chunks, options)
+    return RetrievalResult(query=query, options=options, stages=all_stages, sources=sources,
+                           explanation="" if sources else explain_empty(all_stages),
+                           latency_ms={"rerank": (time.perf_counter() - start) * 1000})

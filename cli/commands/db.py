@@ -1,4 +1,4 @@
-"""`atlas db status|migrate` and `atlas audit verify`."""
+"""`atlas db status|migrate|install-kernel` and `atlas audit verify`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,16 @@ def register(groups: argparse._SubParsersAction) -> None:
     status.add_argument("--json", action="store_true")
     status.set_defaults(handler=_status)
     db.add_parser("migrate", help="apply pending migrations from sql/").set_defaults(handler=_migrate)
+    kernel = db.add_parser(
+        "install-kernel",
+        help="build and install the native BM25 kernel (PostgreSQL extension atlas_bm25) with the server's PGXS",
+        description="Builds the atlas_bm25 extension (sql/native/) with the server's own pg_config/PGXS and a C "
+                    "compiler, installs its files into the server's directories and runs CREATE EXTENSION (or "
+                    "ALTER EXTENSION ... UPDATE). Idempotent: compiles only when the installed build is not this "
+                    "one. Needs a superuser role and a server on this machine; elsewhere the PL/pgSQL search "
+                    "serves BM25. ATLAS_BM25_KERNEL=off removes the kernel instead.")
+    kernel.add_argument("--force", action="store_true", help="rebuild even if the installed build is current")
+    kernel.set_defaults(handler=_install_kernel)
 
     audit = groups.add_parser("audit", help="audit log").add_subparsers(dest="audit_command", required=True)
     audit.add_parser("verify", help="recompute the audit log's hash chain").set_defaults(handler=_verify)
@@ -34,6 +44,12 @@ def _status(args: argparse.Namespace) -> int:
     print(f"migrations    {len(info['migrations'])} applied, level {info['migration_level']}")
     note = f" ({info['bm25_kernel_note']})" if info["bm25_kernel_note"] else ""
     print(f"BM25 engine   {info['bm25_engine']}{note}")
+    last = info["bm25_kernel_last_install"]
+    if last:
+        compiled = "compiled" if last["compiled"] else "nothing compiled"
+        version = f" {last['version']}" if last["version"] else ""
+        print(f"BM25 kernel   last install: {last['outcome']}{version} ({last['trigger']}, "
+              f"{last['at']:%Y-%m-%d %H:%M %Z}, {compiled})")
     print()
     print(table(["table", "rows"], sorted(info["counts"].items())))
     if info["embedding_models"]:
@@ -51,6 +67,39 @@ def _migrate(args: argparse.Namespace) -> int:
     with Database.open() as db:
         print(f"migration level: {db.status()['migration_level']}")
     return 0
+
+
+def _install_kernel(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from forum_atlas.config import settings_from_env
+    from forum_atlas.store import migrations, native
+    from forum_atlas.store.db import Database
+
+    settings = settings_from_env()
+    # migrate=False: the install below is this command's, not the automatic one of a first open.
+    with Database.open(settings, migrate=False) as db, psycopg.connect(db.url, autocommit=True) as conn:
+        migrations.apply_pending(conn)
+        status = native.install_kernel(conn, enabled=settings.bm25_kernel, force=args.force)
+    done = {
+        "installed": f"installed atlas_bm25 {status.version}",
+        "updated": f"updated atlas_bm25 to {status.version}",
+        "reinstalled": f"reinstalled atlas_bm25 {status.version}",
+        "rebuilt": f"rebuilt atlas_bm25 {status.version}",
+        "kept": f"atlas_bm25 {status.version} is installed and current: nothing to do",
+        "removed": "removed the BM25 kernel (ATLAS_BM25_KERNEL=off)",
+        "unavailable": "not installed",
+        "failed": "install failed",
+        "": "nothing to do",
+    }[status.action]
+    compiled = "compiled" if status.compiled else "nothing compiled"
+    print(f"BM25 kernel: {done} ({compiled}, {status.seconds:.1f} s)")
+    for note in status.notes:
+        print(f"  {note}")
+    if status.reason:
+        print(f"  {status.reason}")
+    print(f"BM25 engine: {status.engine}")
+    return 1 if status.action in ("unavailable", "failed") else 0
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -13,10 +13,12 @@ from forum_atlas.resources import data_file
 
 DEMO_QUERY = "vitamin D deficiency and the risk of fractures"
 DIRECT_QUESTION = "Will the next large trial find that vitamin D supplementation lowers fracture risk?"
+BRIEF_QUESTION = "Does vitamin D supplementation reduce fracture risk in the elderly?"
 
 
 def register(groups: argparse._SubParsersAction) -> None:
-    p = groups.add_parser("demo", help="ingest the bundled sample, search it, forecast, bind, score, and report")
+    p = groups.add_parser("demo", help="ingest the bundled sample, search it, forecast, bind, score, report, "
+                                       "and answer a question with an audited brief")
     p.add_argument("--report-dir", type=Path, default=Path("out") / "demo",
                    help="where the Accuracy report files go (default: out/demo in the working directory)")
     p.set_defaults(handler=_demo)
@@ -35,9 +37,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _run(report_dir: Path) -> int:
     from forum_atlas.cli.commands.ingest import print_summary, run_ingest
+    from forum_atlas.cli.commands.brief import run_ask
     from forum_atlas.cli.commands.search import print_result, run_search
+    from forum_atlas.deliberation.render import render_html, render_text
     from forum_atlas.cli.forecast_demo import run_forecast_demo
     from forum_atlas.flows.forecast import ForecastRequest, forecast
+    from forum_atlas.store.briefs import load_brief, verify_brief
     from forum_atlas.store.db import Database
 
     sample = data_file("sample", "scifact_sample.jsonl")
@@ -58,9 +63,19 @@ def _run(report_dir: Path) -> int:
     print(report.markdown())
     print(f"(report files in {report_dir})")
 
+    _heading(f"5. deliberation: {BRIEF_QUESTION!r} — personas, citation audit, sealed evidence")
+    brief_id = run_ask(BRIEF_QUESTION)
     with Database.open() as db:
+        view = load_brief(db, brief_id)
+        problems = verify_brief(db, brief_id)
         info = db.status()
-    _heading(f"5. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
+    print(render_text(view))
+    html = report_dir / f"brief-{brief_id}.html"
+    html.write_text(render_html(view), encoding="utf-8")
+    print(f"(HTML with the cited passages: {html}; `atlas verify {brief_id}`: "
+          f"{'intact' if not problems else '; '.join(problems)})")
+
+    _heading(f"6. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
              f"migration level {info['migration_level']}")
     print(f"data dir: {info['data_dir'] or '(external server)'}; BM25 engine: {info['bm25_engine']}")
     print(table(["table", "rows"], sorted((k, v) for k, v in info["counts"].items() if v)))

@@ -31,20 +31,14 @@ def run_search(query: str, *, top_k: int = 5, rrf_k: int = 50, sectors: list[str
                reranker: str | None = None, embedder: str | None = None):
     """Hybrid retrieval with the environment's settings; returns the full RetrievalResult."""
     from forum_atlas.config import settings_from_env
-    from forum_atlas.embeddings import make_embedder
-    from forum_atlas.rerank import make_reranker
     from forum_atlas.retrieval.model import RetrievalOptions
-    from forum_atlas.store.db import Database
-    from forum_atlas.store.retrieval import hybrid_search
+    from forum_atlas.retrieval.pipeline import retrieve
+    from forum_atlas.store.retrieval import Retriever
 
-    settings = settings_from_env()
-    embedder_name = embedder or settings.embedder
-    model = make_embedder(embedder_name, dim=settings.embed_dim if embedder_name == "hashed" else None)
-    rerank = make_reranker(reranker or settings.reranker, model_dir=settings.reranker_model_dir)
+    settings = settings_from_env().with_overrides(embedder=embedder, reranker=reranker)
     options = RetrievalOptions(top_k=top_k, rrf_k=rrf_k, sectors=tuple(sectors) if sectors else None,
                                published_after=since, published_before=until)
-    with Database.open(settings) as db:
-        return hybrid_search(db, query, model, options, rerank)
+    return retrieve(Retriever.from_settings(settings), query, options)
 
 
 def print_result(result) -> None:

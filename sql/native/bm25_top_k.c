@@ -1,5 +1,7 @@
 /*
- * forum.bm25_native_top_k: the exact BM25 top-k of sql/010_bm25.sql, as one C function.
+ * forum.bm25_native_top_k: the exact BM25 top-k of sql/010_bm25.sql, as one C function; the module
+ * of the atlas_bm25 extension (atlas_bm25.control, atlas_bm25--*.sql, built by this folder's PGXS
+ * Makefile; `atlas db install-kernel` builds and installs it).
  *
  * The PL/pgSQL search pays ~1.5 us of executor work per posting (unnest, expression, hash
  * aggregate); a query of six terms over 100k chunks touches ~30k postings. Here each posting
@@ -9,9 +11,13 @@
  * Same per-posting formula, in the same operation order, as forum.bm25_search_maxscore; a
  * chunk's contributions are summed in the order of the terms given, so its score is
  * deterministic. Ties: lower chunk_id first.
- * Built and installed by store/native.py against the running server's headers.
  */
 #include "postgres.h"
+
+/* The result set is materialised with InitMaterializedSRF, new in PostgreSQL 15. */
+#if PG_VERSION_NUM < 150000
+#error "atlas_bm25 needs PostgreSQL 15 or later (it uses InitMaterializedSRF, new in 15)"
+#endif
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -10,16 +10,24 @@ import pytest
 
 from bench.synthetic_corpus import SyntheticCorpus
 from forum_atlas.embeddings import HashedEmbedder
+from forum_atlas.rerank.none import NoReranker
 from forum_atlas.retrieval.model import RetrievalOptions
+from forum_atlas.retrieval.pipeline import retrieve
 from forum_atlas.retrieval.query import QueryError
 from forum_atlas.store import retrieval
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import ensure_embedding_index, register_embedder
+from forum_atlas.store.retrieval import Retriever
 from tests.conftest import _fresh_database
 from tests.support.corpus import ingest, record
 
 EMBEDDER = HashedEmbedder()
 SIZE = 600
+
+
+def hybrid(db, query, options=RetrievalOptions()):
+    """The one retrieval pipeline, its stages as plain calls on this database."""
+    return retrieve(Retriever(db, EMBEDDER, NoReranker()), query, options)
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +90,8 @@ def test_dense_threshold_drops_weak_matches(corpus_db):
         assert strict.parameters["threshold"] == 0.45 and strict.parameters["k"] == 20
 
 
-def test_hybrid_search_trace(corpus_db):
-    result = retrieval.hybrid_search(corpus_db, QUERIES[1], EMBEDDER, RetrievalOptions(dense_threshold=0.0))
+def test_hybrid_trace(corpus_db):
+    result = hybrid(corpus_db, QUERIES[1], RetrievalOptions(dense_threshold=0.0))
     assert [s.stage for s in result.stages] == ["bm25", "dense", "fusion", "rerank"]
     bm25, dense, fusion, rerank = result.stages
     assert len(result.sources) == 5 and result.explanation == ""
@@ -106,10 +114,10 @@ def test_retracted_documents_leave_both_legs(db):
     ingest(db, [record("a", "Statins lower cholesterol in adults.", sector="health"),
                 record("b", "Statins and cholesterol: a retracted trial.", sector="health")])
     options = RetrievalOptions(dense_threshold=0.0)
-    before = retrieval.hybrid_search(db, "statins cholesterol", EMBEDDER, options)
+    before = hybrid(db, "statins cholesterol", options)
     assert len(before.sources) == 2
     ingest(db, [record("b", "Statins and cholesterol: a retracted trial.", sector="health", retracted=True)])
-    after = retrieval.hybrid_search(db, "statins cholesterol", EMBEDDER, options)
+    after = hybrid(db, "statins cholesterol", options)
     assert [s.chunk.title for s in after.sources] == [""] and len(after.sources) == 1
     for stage in after.stages[:2]:
         assert len(stage.candidates) == 1
@@ -120,23 +128,23 @@ def test_retracted_documents_leave_both_legs(db):
 def test_bad_queries_are_clear_errors(db, query, message):
     ingest(db, [record("a", "insulin")])
     with pytest.raises(QueryError, match=message):
-        retrieval.hybrid_search(db, query, EMBEDDER)
+        hybrid(db, query)
 
 
 def test_bad_filters_and_metacharacters(db):
     ingest(db, [record("a", "O'Brien's insulin study; \"quoted\" -- 100% done", sector="health"),
                 record("b", "insulin pumps", sector="energy")])
     hostile = "'; DROP TABLE forum.chunks; -- \\ % _ \" $$"
-    result = retrieval.hybrid_search(db, hostile, EMBEDDER)
+    result = hybrid(db, hostile)
     assert result.sources == [] and "no source matched" in result.explanation
-    quoted = retrieval.hybrid_search(db, "O'Brien's \"insulin\" 100%", EMBEDDER, RetrievalOptions(dense_threshold=0.0))
+    quoted = hybrid(db, "O'Brien's \"insulin\" 100%", RetrievalOptions(dense_threshold=0.0))
     assert quoted.sources[0].chunk.body.startswith("O'Brien")
     with pytest.raises(QueryError, match="unknown sector.*DROP TABLE.*energy, health"):
-        retrieval.hybrid_search(db, "insulin", EMBEDDER, RetrievalOptions(sectors=(hostile,)))
+        hybrid(db, "insulin", RetrievalOptions(sectors=(hostile,)))
     with pytest.raises(QueryError, match=r"unknown sector\(s\) 'defence'; the corpus has: energy, health"):
-        retrieval.hybrid_search(db, "insulin", EMBEDDER, RetrievalOptions(sectors=("defence",)))
+        hybrid(db, "insulin", RetrievalOptions(sectors=("defence",)))
     future = datetime.now(timezone.utc) + timedelta(days=365)
-    empty = retrieval.hybrid_search(db, "insulin", EMBEDDER, RetrievalOptions(published_after=future))
+    empty = hybrid(db, "insulin", RetrievalOptions(published_after=future))
     assert empty.sources == [] and "future" in empty.explanation
     with db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM forum.chunks").fetchone()["n"] == 2
@@ -144,7 +152,7 @@ def test_bad_filters_and_metacharacters(db):
 
 def test_stop_words_only_and_unknown_words_explain_the_empty_result(db):
     ingest(db, [record("a", "insulin resistance")])
-    result = retrieval.hybrid_search(db, "the of and", EMBEDDER)
+    result = hybrid(db, "the of and")
     assert result.sources == []
     assert "only stop words" in result.stage("bm25").note
     assert result.stage("dense").candidates == [] and result.stage("dense").note

@@ -1,0 +1,110 @@
+"""`atlas ask "…"` (runs the deliberate flow), `atlas brief show|list`, `atlas verify ID`.
+
+`ask` runs a flow, so it imports Prefect inside its handler; `brief` and `verify` only read the
+database and never pay Prefect's start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from forum_atlas.cli.output import instant, table
+from forum_atlas.deliberation.model import SPECIALISTS
+
+
+def register(groups: argparse._SubParsersAction) -> None:
+    ask = groups.add_parser("ask", help="deliberate: a question in, an audited brief out")
+    ask.add_argument("question")
+    ask.add_argument("--top-k", type=int, default=10, help="final sources per persona's retrieval (default 10)")
+    ask.add_argument("--sector", action="append", dest="sectors", help="only this sector (repeatable)")
+    ask.add_argument("--since", type=instant, help="only sources published on or after this date")
+    ask.add_argument("--until", type=instant, help="only sources published before this date")
+    ask.add_argument("--persona", action="append", dest="personas", choices=SPECIALISTS,
+                     help="call this specialist (repeatable); default: the coordinator decides")
+    ask.add_argument("--engine", choices=["offline", "openai"], help="LLM engine (default: ATLAS_LLM or offline)")
+    _output_options(ask)
+    ask.set_defaults(handler=_ask)
+
+    brief = groups.add_parser("brief", help="stored briefs").add_subparsers(dest="brief_command", required=True)
+    show = brief.add_parser("show", help="reprint a stored brief")
+    show.add_argument("brief_id", type=int)
+    _output_options(show)
+    show.set_defaults(handler=_show)
+    listing = brief.add_parser("list", help="the latest briefs")
+    listing.add_argument("--limit", type=int, default=20)
+    listing.set_defaults(handler=_list)
+
+    verify = groups.add_parser("verify", help="recompute a brief's evidence-snapshot seal and re-check its citations")
+    verify.add_argument("brief_id", type=int)
+    verify.set_defaults(handler=_verify)
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the brief as JSON")
+    parser.add_argument("--html", type=Path, metavar="FILE",
+                        help="also write a self-contained HTML page (pills, passages with the quote highlighted)")
+
+
+def _print(view, args: argparse.Namespace) -> None:
+    from forum_atlas.deliberation.render import render_html, render_json, render_text
+
+    print(render_json(view) if args.json else render_text(view))
+    if args.html:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(render_html(view), encoding="utf-8")
+        if not args.json:
+            print(f"\nHTML: {args.html}")
+
+
+def run_ask(question: str, **parameters) -> int:
+    """The deliberate flow with the environment's settings; returns the brief id."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    from forum_atlas.flows.deliberate import DeliberationParameters, deliberate
+
+    params = DeliberationParameters(question=question, **{k: v for k, v in parameters.items() if v is not None})
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        return deliberate(params)["brief_id"]
+
+
+def _ask(args: argparse.Namespace) -> int:
+    brief_id = run_ask(args.question, top_k=args.top_k, sectors=args.sectors, published_after=args.since,
+                       published_before=args.until, personas=args.personas, engine=args.engine)
+    return _show(argparse.Namespace(brief_id=brief_id, json=args.json, html=args.html))
+
+
+def _show(args: argparse.Namespace) -> int:
+    from forum_atlas.store.briefs import load_brief
+    from forum_atlas.store.db import Database
+
+    with Database.open() as db:
+        _print(load_brief(db, args.brief_id), args)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from forum_atlas.store.briefs import list_briefs
+    from forum_atlas.store.db import Database
+
+    with Database.open() as db:
+        rows = list_briefs(db, args.limit)
+    print(table(["brief", "created", "verified [SOURCED]", "[INFERRED]", "downgraded", "question"],
+                [(r["brief_id"], str(r["created_at"])[:19], r["audit"]["sourced_verified"], r["audit"]["inferred"],
+                  r["audit"]["downgraded"], r["question"][:70]) for r in rows]))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from forum_atlas.store.briefs import verify_brief
+    from forum_atlas.store.db import Database
+
+    with Database.open() as db:
+        problems = verify_brief(db, args.brief_id)
+    if problems:
+        for problem in problems:
+            print(f"FAIL  {problem}")
+        print(f"brief {args.brief_id}: {len(problems)} problem(s); the evidence behind it cannot be trusted as stored")
+        return 2
+    print(f"brief {args.brief_id}: evidence snapshot seal, audit-chain entry and every citation verify")
+    return 0

@@ -1,0 +1,159 @@
+"""Deliberation tasks: plan, gather the round's evidence, draft (one task run per persona and
+attempt), audit, synthesise, persist. Engines and verifiers are built from settings; every
+provider call comes back as a `CallRecord` stamped with its Prefect flow and task run ids (AUD-4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from forum_atlas.blocks.settings import load_secret
+from forum_atlas.config import Settings
+from forum_atlas.deliberation.audit import AuditedDraft, RoundEvidence, audit_reply, support_pairs, verbatim_pairs
+from forum_atlas.deliberation.brief import gather_evidence
+from forum_atlas.deliberation.model import (
+    BriefRecord,
+    BriefView,
+    CallRecord,
+    DraftReply,
+    DraftRequest,
+    Passage,
+    Plan,
+    SynthesisRequest,
+)
+from forum_atlas.deliberation.plan import plan_panel
+from forum_atlas.entailment import make_support_verifier
+from forum_atlas.entailment.base import SupportJudgement, SupportQuery, SupportVerifier
+from forum_atlas.llm import DeliberationEngine, make_deliberation_engine
+from forum_atlas.llm.offline_deliberation import request_digest
+from forum_atlas.providers import ProviderError
+from forum_atlas.retrieval.model import RetrievalResult
+from forum_atlas.store import briefs
+from forum_atlas.store.db import shared_database
+from forum_atlas.tasks import flow_run_id
+
+deliberation_task = task(cache_policy=NO_CACHE, persist_result=False)
+
+
+def engine_for(settings: Settings, key_secret: str | None = None) -> DeliberationEngine:
+    """The configured engine; its API key from the named Prefect Secret block, else the SDK's
+    environment variable (OPENAI_API_KEY)."""
+    if settings.llm == "openai":
+        return make_deliberation_engine("openai", model=settings.llm_model, api_key=load_secret(key_secret))
+    return make_deliberation_engine(settings.llm)
+
+
+def verifier_for(settings: Settings, key_secret: str | None = None) -> SupportVerifier:
+    if settings.support_verifier == "openai":
+        return make_support_verifier("openai", model=settings.llm_model, api_key=load_secret(key_secret))
+    return make_support_verifier(settings.support_verifier)
+
+
+def _stamped(call: CallRecord) -> CallRecord:
+    from prefect.runtime import task_run
+
+    return replace(call, flow_run_id=flow_run_id(), task_run_id=str(task_run.id) if task_run.id else None)
+
+
+@deliberation_task(name="plan")
+def plan(question: str, personas: Sequence[str] | None) -> Plan:
+    """De-identify the question; the coordinator picks the specialists and their retrieval focus."""
+    return plan_panel(question, personas)
+
+
+@deliberation_task(name="round-evidence")
+def round_evidence(panel: Plan, results: Mapping[str, RetrievalResult]) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:
+    return gather_evidence(panel, results)
+
+
+def _failed_call(stage: str, engine: DeliberationEngine | SupportVerifier, request: object, exc: ProviderError,
+                 started: float) -> CallRecord:
+    return CallRecord(stage=stage, provider=engine.name, version=engine.version, input_digest=request_digest(request),
+                      outcome=exc.kind, latency_ms=(time.perf_counter() - started) * 1000, attempts=exc.attempts,
+                      detail=exc.detail[:500])
+
+
+@deliberation_task(name="draft", task_run_name="draft-{request.persona.role}-{request.attempt}")
+def draft(settings: Settings, request: DraftRequest, key_secret: str | None = None) -> DraftReply:
+    """One persona's claims. A provider that fails (timeout, rate limit, auth, outage) leaves the
+    section with the typed outcome as its reason, never with invented text."""
+    engine = engine_for(settings, key_secret)
+    started = time.perf_counter()
+    if not request.passages:
+        reply = engine.draft(request)  # the engine states the absence itself; no passage, no claim
+    else:
+        try:
+            reply = engine.draft(request)
+        except ProviderError as exc:
+            call = _failed_call(f"draft:{request.persona.role}#{request.attempt}", engine, request, exc, started)
+            reply = DraftReply(claims=[], call=call, insufficient=f"the {engine.name} engine failed ({exc.kind})")
+    reply.call = _stamped(reply.call)
+    return reply
+
+
+@deliberation_task(name="synthesis")
+def synthesize(settings: Settings, request: SynthesisRequest, key_secret: str | None = None) -> DraftReply:
+    engine = engine_for(settings, key_secret)
+    started = time.perf_counter()
+    if not request.findings:
+        reply = DraftReply(claims=[], call=CallRecord(stage="synthesis", provider=engine.name, version=engine.version,
+                                                      input_digest=request_digest(request), outcome="ok"),
+                           insufficient="no section produced a claim the audit let through")
+    else:
+        try:
+            reply = engine.synthesize(request)
+        except ProviderError as exc:
+            reply = DraftReply(claims=[], call=_failed_call("synthesis", engine, request, exc, started),
+                               insufficient=f"the {engine.name} engine failed ({exc.kind})")
+    reply.call = _stamped(reply.call)
+    return reply
+
+
+@dataclass
+class AuditedRound:
+    drafts: dict[str, AuditedDraft]
+    calls: list[CallRecord] = field(default_factory=list)   # the support verifier's
+
+
+@deliberation_task(name="audit")
+def audit(settings: Settings, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,
+          key_secret: str | None = None) -> AuditedRound:
+    """Check every [SOURCED] tag: retrieved in this round, quote verbatim (the database's
+    `forum.citation_verbatim_matches`, one query for the round), supported (the verifier)."""
+    pairs = verbatim_pairs(replies.values(), evidence)
+    with shared_database(settings).connection() as conn:
+        verbatim = dict(zip(pairs, briefs.verbatim_matches(conn, pairs)))
+    to_judge = support_pairs(replies.values(), evidence, verbatim)
+    judgement = _judge(settings, to_judge, evidence, key_secret)
+    verdicts = dict(zip(to_judge, judgement.verdicts))
+    drafts = {role: audit_reply(role, attempt, reply, evidence, verbatim, verdicts) for role, reply in replies.items()}
+    return AuditedRound(drafts, [_stamped(c) for c in judgement.calls])
+
+
+def _judge(settings: Settings, items: Sequence[tuple[str, int, str]], evidence: RoundEvidence,
+           key_secret: str | None) -> SupportJudgement:
+    if not items:
+        return SupportJudgement(verdicts=[])
+    verifier = verifier_for(settings, key_secret)
+    passages = evidence.by_chunk
+    queries = [SupportQuery(claim=claim, quote=quote, passage=passages[chunk_id].text) for claim, chunk_id, quote in items]
+    started = time.perf_counter()
+    try:
+        return verifier.judge(queries)
+    except ProviderError as exc:  # no verdict is not a "supports": the verbatim check alone decides
+        return SupportJudgement(verdicts=["abstain"] * len(items),
+                                calls=[_failed_call("support", verifier, queries, exc, started)])
+
+
+@deliberation_task(name="persist-brief")
+def persist(settings: Settings, record: BriefRecord) -> BriefView:
+    """Write the brief, its claims, citations, snapshot, calls and events in one short transaction,
+    then read it back as the reader will see it."""
+    db = shared_database(settings)
+    stored = briefs.persist_brief(db, record)
+    return briefs.load_brief(db, stored.brief_id)

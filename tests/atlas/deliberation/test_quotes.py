@@ -1,0 +1,92 @@
+"""The verbatim rule in plain Python (DEL-3): whitespace normalised, case and punctuation kept.
+The database function is held to the same answers in tests/store/test_briefs.py."""
+
+import pytest
+
+from forum_atlas.deliberation.quotes import WHITESPACE, normalize_whitespace, quote_in_passage, quote_span
+
+PASSAGE = "The regulator,\tOfgem,  approved the\u00a0cap-and-floor regime\non 3 May.  It said “no further review”."
+
+
+def test_the_whitespace_set_is_exactly_what_str_split_splits_on():
+    python = {chr(cp) for cp in range(0x110000) if not (0xD800 <= cp <= 0xDFFF) and not chr(cp).split()}
+    assert python == set(WHITESPACE)
+    assert len(WHITESPACE) == 29
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("  a \t b\n\nc  ", "a b c"),
+    ("a\u00a0\u2003b", "a b"),
+    ("a\u3000\u2028\u2029\u205f\u202f\u1680\x85\x1c\x1d\x1e\x1f\v\fb", "a b"),
+    ("\u200bzero\u200bwidth\ufeff", "\u200bzero\u200bwidth\ufeff"),   # not whitespace: kept
+    ("", ""),
+    (" \t\n ", ""),
+])
+def test_normalize_whitespace(text, expected):
+    assert normalize_whitespace(text) == expected == " ".join(text.split())
+
+
+@pytest.mark.parametrize("quote", [
+    "approved the cap-and-floor regime on 3 May.",        # plain spaces for NBSP and newline
+    "  approved the cap-and-floor regime  ",              # leading/trailing spaces
+    "regulator, Ofgem, approved",                          # a tab in the passage
+    "regime\n\non\t3\u00a0May.",                           # newlines/tabs/NBSP inside the quote
+    "It said “no further review”.",                        # unicode punctuation as in the passage
+    "The regulator,",
+    "review”.",
+])
+def test_whitespace_only_differences_match(quote):
+    assert quote_in_passage(quote, PASSAGE)
+
+
+@pytest.mark.parametrize("quote", [
+    "The Regulator, Ofgem",                                # case change
+    "The regulator Ofgem",                                 # comma removed
+    "The regulator; Ofgem",                                # punctuation changed
+    'It said "no further review".',                        # straight quotes for curly ones
+    "It said “no further review.”",                        # period moved inside the quote
+    "cap and floor regime",                                # hyphens dropped
+    "Ofgem approved a cap-and-floor regime",               # paraphrase
+    "",
+    "   \t\n",
+    "\u00a0",
+])
+def test_changed_case_punctuation_or_paraphrase_fails(quote):
+    assert not quote_in_passage(quote, PASSAGE)
+    assert quote_span(quote, PASSAGE) is None
+
+
+def test_none_never_matches():
+    assert not quote_in_passage(None, PASSAGE)
+    assert not quote_in_passage("regime", None)
+    assert quote_span(None, PASSAGE) is None and quote_span("regime", None) is None
+
+
+@pytest.mark.parametrize("quote", [
+    "approved the cap-and-floor regime on 3 May.",
+    "  approved the cap-and-floor regime  ",
+    "regime\n\non\t3\u00a0May.",
+    "The regulator, Ofgem,",
+    "review”.",
+    "T",
+    ".",
+])
+def test_quote_span_points_into_the_original_passage(quote):
+    start, end = quote_span(quote, PASSAGE)
+    original = PASSAGE[start:end]
+    assert normalize_whitespace(original) == normalize_whitespace(quote)
+    assert original == original.strip()  # the highlight starts and ends on a character of the quote
+
+
+def test_quote_span_keeps_the_passage_s_own_whitespace():
+    passage = "\n\t  Alpha\u00a0\u00a0 beta\n\ngamma  "
+    assert quote_span("Alpha beta gamma", passage) == (4, len(passage) - 2)
+    assert passage[4:len(passage) - 2] == "Alpha\u00a0\u00a0 beta\n\ngamma"
+    assert quote_span("beta", passage) == (12, 16)
+    assert quote_span("a", passage) == (8, 9)  # the first occurrence
+
+
+def test_a_match_may_not_span_a_collapsed_run_it_does_not_contain():
+    # "ab" does not occur in "a b": normalisation collapses runs, it never removes them.
+    assert not quote_in_passage("ab", "a b")
+    assert quote_span("a b", "a \t\n b") == (0, 6)
