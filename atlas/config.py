@@ -37,7 +37,7 @@ class Settings:
     llm: str = "offline"
     llm_model: str = "gpt-4o-mini"
     support_verifier: str = "rules"   # rules (deterministic, offline) or openai (LLM-backed, may abstain)
-    bm25_kernel: bool = True   # build the native BM25 kernel where the server allows (store/native.py)
+    bm25_kernel: bool = True   # False (ATLAS_BM25_KERNEL=off): drop the atlas_bm25 extension, PL/pgSQL answers
 
     @property
     def pgdata(self) -> Path:

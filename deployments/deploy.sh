@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 : "${PREFECT_API_URL:?set PREFECT_API_URL to your Prefect server, e.g. http://127.0.0.1:4200/api}"
 export ATLAS_PROJECT_DIR="${ATLAS_PROJECT_DIR:-$PWD}"   # where workers run the flows from
 prefect work-pool inspect atlas-process >/dev/null 2>&1 || prefect work-pool create atlas-process --type process
-for module in blocks.database blocks.providers; do prefect block register -m "$module"; done
+for module in forum_atlas.blocks.database forum_atlas.blocks.providers; do prefect block register -m "$module"; done
 prefect --no-prompt deploy --all

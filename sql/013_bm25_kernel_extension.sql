@@ -25,16 +25,16 @@ CREATE TABLE forum.kernel_installs (
   reason            text NOT NULL DEFAULT ''         -- why it failed or was unavailable; what it changed
 );
 
--- 'C kernel atlas_bm25_<version>' when the extension provides forum.bm25_native_top_k,
--- 'C kernel <library>' for a function created before the extension existed (`atlas db
--- install-kernel` replaces it), 'PL/pgSQL MaxScore' when there is no kernel.
+-- 'C kernel atlas_bm25_<version>' when the extension is installed (it provides
+-- forum.bm25_native_top_k, which cannot be dropped while it belongs to it), 'C kernel <library>' for
+-- a function created before the extension existed (`atlas db install-kernel` replaces it),
+-- 'PL/pgSQL MaxScore' when there is no kernel. forum.bm25_search asks on every search: the extension
+-- is looked up first (~10 us; the signature lookup alone costs twice that).
 CREATE OR REPLACE FUNCTION forum.bm25_engine() RETURNS text LANGUAGE sql STABLE AS $$
   SELECT coalesce(
-    (SELECT CASE WHEN e.extname IS NOT NULL THEN 'C kernel ' || e.extname || '_' || e.extversion
-                 ELSE 'C kernel ' || regexp_replace(p.probin, '^.*/', '') END
+    (SELECT 'C kernel ' || e.extname || '_' || e.extversion FROM pg_extension e WHERE e.extname = 'atlas_bm25'),
+    (SELECT 'C kernel ' || regexp_replace(p.probin, '^.*/', '')
        FROM pg_proc p
-       LEFT JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
-       LEFT JOIN pg_extension e ON e.oid = d.refobjid
       WHERE p.oid = to_regprocedure('forum.bm25_native_top_k(text[], double precision[], integer, '
                                     'double precision, double precision, double precision, bigint[])')),
     'PL/pgSQL MaxScore')

@@ -3,6 +3,10 @@ each recorded with its checksum.
 
 A migration that was applied and has changed since is refused: the schema on disk and the schema
 in the database would no longer be the same thing. Concurrent runners serialise on an advisory lock.
+`sql/MIGRATIONS.sha256` lists every migration's checksum (tests/store/test_migration_checksums.py
+holds the files to it); a new migration's line is appended with
+
+    python -m forum_atlas.store.migrations checksum sql/0NN_name.sql
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import psycopg
 from forum_atlas.resources import sql_folder
 
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+CHECKSUMS = "MIGRATIONS.sha256"  # `<sha256>  <filename>` per migration, as sha256sum writes them
 _LOCK_KEY = 0x466F72756D  # "Forum"
 
 
@@ -110,3 +115,39 @@ def apply_pending(conn: psycopg.Connection, directory: Path | None = None) -> li
         if unknown:
             raise MigrationError(f"the database has migrations this checkout does not know: {unknown}")
     return newly
+
+
+def append_checksum(path: Path) -> str:
+    """Append a new migration's line to the checksum list beside it; return the line. A file already
+    listed is refused: its line was written when it was added, and applied migrations never change."""
+    match = _NAME.match(path.name)
+    if not match or not path.is_file():
+        raise MigrationError(f"{path}: not a migration file (NNN_lower_snake.sql)")
+    line = f"{Migration(int(match.group(1)), path.name, path.read_text(encoding='utf-8')).checksum}  {path.name}"
+    listing = path.parent / CHECKSUMS
+    text = listing.read_text(encoding="utf-8") if listing.exists() else ""
+    if any(entry.split()[-1:] == [path.name] for entry in text.splitlines()):
+        raise MigrationError(f"{path.name} is already in {listing}; applied migrations are never edited — "
+                             "add a new numbered file instead")
+    listing.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line + "\n", encoding="utf-8")
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or args[0] != "checksum":
+        print("usage: python -m forum_atlas.store.migrations checksum sql/NNN_name.sql [...]", file=sys.stderr)
+        return 2
+    try:
+        for name in args[1:]:
+            print(append_checksum(Path(name)))
+    except MigrationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -237,7 +237,8 @@ def _tail(text: str, lines: int = 30) -> str:
 
 
 def _run(command: list[str], cwd: Path) -> None:
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=os.environ | {"LC_ALL": "C"})
+    done = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True,
+                          env=os.environ | {"LC_ALL": "C"})
     if done.returncode != 0:
         shown = " ".join(shlex.quote(part) for part in command)
         raise KernelBuildError(f"`{shown}` failed (exit {done.returncode}):\n{_tail(done.stdout + done.stderr)}")
@@ -252,7 +253,7 @@ def _usable_cflags(compiler: str, cflags: str, workdir: Path) -> tuple[list[str]
     command = [*shlex.split(compiler), "-c", str(probe), "-o", str(workdir / "probe.o")]
 
     def compiles(flags: list[str]) -> subprocess.CompletedProcess:
-        return subprocess.run([*command[:1], *flags, *command[1:]], capture_output=True, text=True,
+        return subprocess.run([*command[:1], *flags, *command[1:]], check=False, capture_output=True, text=True,
                               env=os.environ | {"LC_ALL": "C"})
 
     plain = compiles([])
@@ -268,7 +269,8 @@ def _usable_cflags(compiler: str, cflags: str, workdir: Path) -> tuple[list[str]
 
 def _check_pg_config(server: Server, tool: Toolchain) -> None:
     """The pg_config found must describe the running server, not another installation."""
-    done = subprocess.run([str(tool.pg_config), "--version", "--pkglibdir"], capture_output=True, text=True)
+    done = subprocess.run([str(tool.pg_config), "--version", "--pkglibdir"], check=False, capture_output=True,
+                          text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or len(lines) != 2:
         raise KernelBuildError(f"{tool.pg_config} failed: {_tail(done.stdout + done.stderr, 5)}")
@@ -421,7 +423,8 @@ def _update_path(conn: psycopg.Connection, source: str, target: str) -> str | No
     return rows[0][0] if rows and rows[0][0] else None
 
 
-def _create_or_update(conn: psycopg.Connection, target: str, *, compiled: bool, reinstall: bool) -> tuple[str, list[str]]:
+def _create_or_update(conn: psycopg.Connection, target: str, *, compiled: bool,
+                      reinstall: bool) -> tuple[str, list[str]]:
     """The extension at `target` in this database: (outcome, notes)."""
     notes = []
     if _pre_extension_function(conn):
@@ -441,7 +444,8 @@ def _create_or_update(conn: psycopg.Connection, target: str, *, compiled: bool, 
     conn.execute(sql.SQL("DROP EXTENSION {}").format(sql.Identifier(EXTENSION)))
     conn.execute(create)
     why = "again" if current == target else f"(no update path from {current})"
-    return "reinstalled", [*notes, f"DROP EXTENSION {EXTENSION} {current}; CREATE EXTENSION {EXTENSION} VERSION '{target}' {why}"]
+    note = f"DROP EXTENSION {EXTENSION} {current}; CREATE EXTENSION {EXTENSION} VERSION '{target}' {why}"
+    return "reinstalled", [*notes, note]
 
 
 def _ledger_exists(conn: psycopg.Connection) -> bool:
@@ -449,7 +453,12 @@ def _ledger_exists(conn: psycopg.Connection) -> bool:
 
 
 def _ledger_empty(conn: psycopg.Connection) -> bool:
-    return _ledger_exists(conn) and not _rows(conn, "SELECT EXISTS (SELECT 1 FROM forum.kernel_installs)")[0][0]
+    """True only if the ledger exists, is readable and holds no row."""
+    try:
+        with conn.transaction():
+            return _ledger_exists(conn) and not _rows(conn, "SELECT EXISTS (SELECT 1 FROM forum.kernel_installs)")[0][0]
+    except psycopg.errors.InsufficientPrivilege:
+        return False
 
 
 def last_install(conn: psycopg.Connection) -> dict | None:
@@ -552,8 +561,11 @@ def _install(conn: psycopg.Connection, sources: Sources, *, force: bool) -> Kern
                 continue  # the installed files looked current but do not load: build afresh, reinstall
             log.warning("BM25 kernel not installed: %s", exc)
             if engine(conn) != PLPGSQL and _load_error(conn):
-                with conn.transaction():
-                    notes += _drop_kernel(conn)  # a kernel that cannot load only costs each search an error
+                try:  # a kernel that cannot load only costs each search an error
+                    with conn.transaction():
+                        notes += _drop_kernel(conn)
+                except psycopg.Error as drop_error:
+                    notes.append(f"could not drop the kernel that does not load: {drop_error}")
             return KernelStatus(engine(conn), f"install failed, the PL/pgSQL search serves BM25: {exc}",
                                 action="failed", version=installed_version(conn), compiled=compiled,
                                 notes=tuple(notes))
@@ -609,5 +621,13 @@ def on_open(conn: psycopg.Connection, *, enabled: bool = True, embedded: bool = 
             return KernelStatus(PLPGSQL, DISABLED)
         return install_kernel(conn, enabled=False, trigger=TURNED_OFF)
     if _ledger_empty(conn) and (embedded or _is_bundled_server(conn)):
-        return install_kernel(conn, trigger=FIRST_OPEN)
+        try:
+            status = install_kernel(conn, trigger=FIRST_OPEN)
+        except (KernelBuildError, OSError, psycopg.Error) as exc:  # the database opens regardless
+            log.warning("the automatic install of the BM25 kernel failed: %s", exc)
+            return KernelStatus(engine(conn), f"the automatic install failed: {exc}; see `atlas db install-kernel`")
+        log.info("BM25 kernel, first open: %s %s (%s, %.1f s)%s", status.action or "nothing done", status.version or "",
+                 "compiled" if status.compiled else "nothing compiled", status.seconds,
+                 f": {status.reason}" if status.reason else "")
+        return status
     return describe(conn)

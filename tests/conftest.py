@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import logging
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,19 +38,27 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server_url() -> str:
+def pg_server_url(request) -> str:
     """URL of the session's embedded server (maintenance database `postgres`).
 
     Its data directory is outside pytest's numbered temp folders, which a concurrent pytest run
-    may rotate away; the server deletes it when the session ends.
+    may rotate away. The session's teardown stops the server (immediate mode: its data is thrown
+    away, and a checkpointing stop after hundreds of cloned databases outlasts pg_ctl's wait) and
+    deletes the directory, while pytest still captures output.
     """
     from forum_atlas.store import migrations, native, pgserver
 
     url = os.environ.get("ATLAS_TEST_DATABASE_URL")
     if not url:
         home = Path(tempfile.mkdtemp(prefix="atlas-test-pg-"))
-        atexit.register(shutil.rmtree, home, True)  # runs after the server's own exit hook
+        atexit.register(shutil.rmtree, home, True)  # only if the session dies before its teardown
         url = pgserver.embedded_url(home / "pgdata", cleanup="delete")
+
+        def discard_server() -> None:
+            pgserver.stop_embedded(home / "pgdata", discard=True)
+            shutil.rmtree(home, ignore_errors=True)
+
+        request.addfinalizer(discard_server)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
         conn.execute(f"CREATE DATABASE {TEMPLATE}")
@@ -57,6 +67,20 @@ def pg_server_url() -> str:
         migrations.apply_pending(conn)
         native.install_kernel(conn)  # as `atlas db install-kernel` does; test databases are cloned with it
     return url
+
+
+def pytest_unconfigure(config):
+    """Prefect binds its console log handler (on the root logger) to sys.stderr when it configures
+    logging: during a session that is pytest's capture stream, which pytest closes right after this
+    hook. A record logged later, by an exit hook, would then print a "--- Logging error ---"
+    traceback ("I/O operation on closed file") instead of itself; give such handlers the real stderr."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for handler in {h for lg in loggers for h in lg.handlers}:
+        if type(getattr(handler, "stream", None)).__module__ == "_pytest.capture":
+            handler.setStream(sys.__stderr__)
+            if hasattr(handler, "console"):  # PrefectConsoleHandler writes through a rich Console
+                handler.console.file = sys.__stderr__
 
 
 def _fresh_database(server_url: str, *, template: str = TEMPLATE) -> str:

@@ -1,32 +1,43 @@
 """A deterministic support verifier (DEL-8) for when no entailment model is available.
 
-It reads a (claim, quote, passage) triple the way a careful auditor with no model would: does the
-quote carry the claim's content words, in the claim's polarity? It commits only when the lexical
-evidence is unambiguous and abstains otherwise — the seed's contract is about PRECISION where a
-verifier commits (support-direction precision >= 98 %), so a rule that cannot tell must say so.
+It reads a (claim, quote, passage) triple the way a careful auditor without a model would: does
+one sentence of the quote carry the claim's content words, in the claim's direction and polarity?
+It commits only when that lexical evidence is unambiguous and abstains otherwise: the seed's
+contract is about PRECISION where a verifier commits (support-direction precision >= 98 %), so a
+rule that cannot tell says so instead of guessing.
+
+Reading a text: lower-cased words, a light stemmer and a shared-prefix match ("associated" ~
+"association"); number words read as digits ("one in five" = "1 in 5"); "X-induced"/"X-dependent"
+kept as one word; stopwords dropped. Separately it notes direction words on three axes (amount:
+increase/higher/promotes/induces ↔ decrease/lower/inhibits/prevents; quality: improves ↔ worsens;
+sign: positively ↔ negatively), negation cues (strong: not, no, never, failed, unchanged, …; weak:
+without, independent, lack of, absence, "not in …"), and hedges (whether, unknown, hypothesised,
+may, could, …).
 
 Verdicts
-- supports: (nearly) every content word of the claim is in the quote (a light stemmer plus a
-  shared-prefix match: "associated" ~ "association"), every number of the claim is in the quote,
-  every direction word of the claim (increase/decrease, higher/lower, …) is matched by the same
-  direction in the quote and none by the opposite one only, the claim and the quote agree on
-  negation, and the quote does not hedge or only pose the claim ("whether", "unknown",
-  "hypothesised", "may", …) unless the claim hedges too. A claim that is a verbatim span of the
-  quote is the clearest case (still checked for a negation or hedge just before the span).
-- contradicts: the quote carries the claim's content words and exactly one clear polarity clash:
-  the claim's direction word meets only its antonym in the quote (increases ↔ decreases, higher ↔
-  lower, promotes ↔ inhibits, positively ↔ negatively, …), or one side is negated ("not", "no
-  effect", "not associated", "did not", "failed to", "lack of", …) where the other is not, the
-  negation standing inside the part of the quote that matches the claim. Two clashes (a negated
-  antonym) cancel out in language but not reliably in rules: abstain.
-- contextual: the quote shares the claim's topic but carries at most a third of its content words,
-  and the passage as a whole carries at most half — the passage is about the subject, it does not
-  state the claim. (An unrelated passage is contextual too: it certainly does not state the claim.)
-- abstain: everything else — paraphrase, partial overlap, numbers that differ, negations whose scope
-  a rule cannot read, claims too short to judge (fewer than two content words).
+- supports: one sentence of the quote carries EVERY content word of the claim, in the claim's order
+  (a role swap "A inhibits B" / "B inhibits A" is not support), and every number of the claim; each
+  direction word of the claim is read the same way in that sentence (anchored: the quote's
+  direction word nearest to the word the claim's direction acts on); the negations near the matched
+  words are the claim's own, none stands before them ("no evidence that …"); and the sentence does
+  not hedge unless the claim does.
+- contradicts: the sentence carries most of the claim (70 %, at most two words missing, all its
+  numbers, no hedge) and there is exactly one clear polarity clash: a direction word of the claim
+  meets only its antonym on the same word and side (increases ↔ decreases, positively ↔
+  negatively, …) with no negation around; or the claim is negated once and the sentence not at all;
+  or the sentence's single negation stands right before the claim's (agreeing) direction word ("was
+  not associated with an increased risk", "did not reduce") or, for a claim without direction
+  words that it fully carries, right before one of its words ("is not effective").
+- contextual: the quote carries at most a third of the claim's content words and the whole
+  passage at most 30 % — the passage may share the topic, it does not state the claim.
+- abstain: everything else — paraphrase, partial overlap, numbers that differ, mixed directions
+  ("lower risk of A, higher risk of B"), negations whose scope a rule cannot read, claims too short
+  to judge (fewer than two content words).
 
-`explain()` returns the verdict with the reason in words, for the audit log and for tuning.
-Figures on SciFact: `python -m bench.support_eval` (tuned on claims_train, reported on dev).
+`explain()` returns the verdict with its reason in words (for the audit log and for tuning).
+Thresholds (`RuleParams`) were tuned on SciFact claims_train; figures are reported on claims_dev by
+`python -m bench.support_eval`. Expect few commitments on paraphrased claims (SciFact's claims
+are rewritten, not copied): this verifier is a precise fallback, not a recall engine.
 """
 
 from __future__ import annotations
@@ -104,7 +115,7 @@ _DIRECTION_PREFIXES: list[tuple[str, str, int]] = sorted(
 _NOT_DIRECTION = frozenset("""highlight highlights highlighted moreover induction inductive inducible
 increment incremental positivity negativity preventive prevention inhibitor inhibitors activator activators
 promoter promoters inducer inducers suppressor suppressors repressor repressors blocker blockers enhancer
-enhancers stimulus stimuli trigger triggers highly""".split())
+enhancers stimulus stimuli highly""".split())
 
 
 @dataclass(frozen=True)
@@ -114,12 +125,12 @@ class RuleParams:
     support_coverage: float = 1.0        # share of the claim's content words one quote sentence must carry
     support_max_missing: int = 0         # …and at most this many missing
     support_in_order: bool = True        # …in the claim's order (a role swap "A inhibits B" / "B inhibits A")
-    contradict_coverage: float = 0.8     # share carried before a polarity clash counts
-    contradict_max_missing: int = 1
+    contradict_coverage: float = 0.7     # share carried before a polarity clash counts
+    contradict_max_missing: int = 2
     direction_window: int = 3            # a direction word reads on a content word this many tokens away
     negation_window: int = 6             # a negation may stand this many tokens before the matched region
     contextual_quote_coverage: float = 0.34   # at most this share in the quote…
-    contextual_passage_coverage: float = 0.5  # …and in the whole passage, for "contextual"
+    contextual_passage_coverage: float = 0.3  # …and in the whole passage, for "contextual"
     prefix_min: int = 5                  # shared-prefix match: at least this many characters…
     prefix_ratio: float = 0.8            # …and this share of the shorter word
 
@@ -264,16 +275,26 @@ class RuleBasedSupportVerifier:
             else:
                 matched.append((tok, found))
         coverage = len(matched) / (len(matched) + len(missing)) if claim.content else 1.0
-        return _Alignment(other, matched, missing, coverage, self._in_order(claim, other) >= len(matched))
+        in_order = self._in_order(claim, other) >= len(matched) + len(claim.directions)
+        return _Alignment(other, matched, missing, coverage, in_order)
 
     def _in_order(self, claim: _Reading, other: _Reading) -> int:
-        """Length of the longest common subsequence of the claim's and the other text's content words."""
-        a, b = [t.stem for t in _distinct(claim.content)], [t.stem for t in other.content]
+        """Length of the longest common subsequence of the two texts' words, direction words included
+        as their (axis, sign): "decreased with increasing dose" does not carry "increased with
+        increasing dose" even though each word is there."""
+        def sequence(reading: _Reading, distinct: bool) -> list[str]:
+            words = _distinct(reading.content) if distinct else reading.content
+            items = [(t.pos, t.stem) for t in words]
+            items += [(pos, f"<{axis}{sign:+d}>") for axis, sign, pos in reading.directions]
+            return [stem for _, stem in sorted(items)]
+
+        a, b = sequence(claim, True), sequence(other, False)
         previous = [0] * (len(b) + 1)
         for x in a:
             current = [0]
             for j, y in enumerate(b, 1):
-                current.append(previous[j - 1] + 1 if self._match(x, y) else max(previous[j], current[j - 1]))
+                same = x == y if x.startswith("<") or y.startswith("<") else self._match(x, y)
+                current.append(previous[j - 1] + 1 if same else max(previous[j], current[j - 1]))
             previous = current
         return previous[-1]
 
@@ -294,14 +315,19 @@ class RuleBasedSupportVerifier:
             before = pos < anchor.pos
             signs: set[int] = set()
             clash_same_side = True
-            for m in (o.pos for o in s.content if self._match(anchor.stem, o.stem)):
+            for o in s.content:
+                if not self._match(anchor.stem, o.stem):
+                    continue
+                m = o.pos
                 near = [(abs(sp - m), ss, sp < m) for sa, ss, sp in s.directions if sa == axis and abs(sp - m) <= window]
                 if near:
                     closest = min(d for d, _, _ in near)
                     for d, ss, side in near:
                         if d == closest:
                             signs.add(ss)
-                            if ss == -sign and side != before:
+                            # a clash is read only on the word itself (not a prefix match: "panicprone" is
+                            # not "panic") and on the same side of it as in the claim
+                            if ss == -sign and (side != before or o.stem != anchor.stem):
                                 clash_same_side = False
             if not signs:
                 verdict = "absent"
@@ -315,6 +341,22 @@ class RuleBasedSupportVerifier:
             out.append((axis, sign, verdict))
         return out
 
+    # --- the clearest case: the claim is a span of the quote ---------------------------------------
+    def _verbatim(self, claim: str, quote: str) -> Decision | None:
+        """`supports` when the claim is copied from the quote (whitespace and case aside) and nothing
+        just around the copied span negates or hedges it; None to let the general rule decide."""
+        c = " ".join(unicodedata.normalize("NFKC", claim).split()).rstrip(" .;:").casefold()
+        q = " ".join(unicodedata.normalize("NFKC", quote).split()).casefold()
+        at = q.find(c) if c else -1
+        if at < 0:
+            return None
+        before = _TOKEN.findall(_normalise(q[:at]))[-8:]
+        after = _TOKEN.findall(_normalise(q[at + len(c):]))[:3]
+        around = set(before) | set(after)
+        if around & (NEGATIONS | WEAK_NEGATIONS | HEDGES):
+            return None
+        return Decision("supports", "the claim is copied verbatim from the quote")
+
     # --- the rule ---------------------------------------------------------------------------------
     def explain(self, claim: str, quote: str, passage: str = "") -> Decision:
         p = self.params
@@ -324,6 +366,9 @@ class RuleBasedSupportVerifier:
         sentences = _sentences(quote)
         if not sentences:
             return Decision("abstain", "no quote to judge against")
+        verbatim = self._verbatim(claim, quote)
+        if verbatim is not None:
+            return verbatim
         whole = self._align(c, _read(quote))
         # the sentence of the quote that carries most of the claim (the earliest on a tie)
         best = max((self._align(c, _read(s)) for s in sentences), key=lambda a: a.coverage)
@@ -354,9 +399,15 @@ class RuleBasedSupportVerifier:
             if not clash and all(st == "agree" for st in states):
                 if (len(c.negations) == 1 and not c.weak_negations and not s.negations and not s.weak_negations):
                     return Decision("contradicts", f"the claim is negated ({claim_cues[0]}), the quote is not")
-                if (not c.negations and not c.weak_negations and len(s.negations) == 1 and not s.weak_negations
-                        and any(0 < dp - s.negations[0][1] <= p.negation_window for dp in agreeing_dir_pos)):
-                    return Decision("contradicts", f"the quote negates the claim's direction ({near_cues[0] if near_cues else s.negations[0][0]})")
+                if not c.negations and not c.weak_negations and len(s.negations) == 1 and not s.weak_negations:
+                    cue, at = s.negations[0]
+                    # "did not (significantly) reduce", "was not associated with an increased risk"
+                    if any(0 < dp - at <= p.negation_window for dp in agreeing_dir_pos):
+                        return Decision("contradicts", f"the quote negates the claim's direction ({cue})")
+                    # "is not effective": the negation right before a word of the claim, all of it carried
+                    if (not readings and best.coverage == 1.0
+                            and any(0 < o.pos - at <= 2 for _, o in best.matched)):
+                        return Decision("contradicts", f"the quote negates the claim ({cue})")
 
         if (best.coverage >= p.support_coverage and len(best.missing) <= p.support_max_missing
                 and not numbers_missing and not hedged and all(st == "agree" for st in states)

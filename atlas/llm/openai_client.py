@@ -17,13 +17,16 @@ chat or catches an `openai` exception.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any
 
 import openai
 
+from forum_atlas.deliberation.model import CallRecord
 from forum_atlas.providers import ProviderAuthError, ProviderError, error_for_exception
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -36,6 +39,17 @@ class ChatResult:
     finish_reason: str | None
     attempts: int             # requests the SDK made, retries included
     latency_ms: float
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: the form digests are taken of (dataclasses as dicts)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _attempts(request: object) -> int:
@@ -102,3 +116,21 @@ class OpenAIChat:
             raise self.typed(exc) from exc
         return ChatResult(content=content, finish_reason=finish, attempts=raw.retries_taken + 1,
                           latency_ms=(time.perf_counter() - start) * 1000.0)
+
+    def recorded(self, messages: list[dict[str, Any]], *, stage: str, provider: str, version: str,
+                 input_digest: str) -> tuple[ChatResult, CallRecord]:
+        """`complete_json` with its audit record (AUD-4): the input digest, the sha256 of the exact
+        messages sent, outcome, latency and attempts. On a provider failure the typed error is raised
+        with the record of the failed call attached as `error.call`."""
+        record = CallRecord(stage=stage, provider=provider, version=version, input_digest=input_digest,
+                            prompt_hash=sha256_hex(canonical_json(messages)))
+        start = time.perf_counter()
+        try:
+            result = self.complete_json(messages)
+        except ProviderError as exc:
+            record.outcome, record.detail, record.attempts = exc.kind, exc.detail[:500], exc.attempts
+            record.latency_ms = (time.perf_counter() - start) * 1000.0
+            exc.call = record  # type: ignore[attr-defined]
+            raise
+        record.latency_ms, record.attempts = result.latency_ms, result.attempts
+        return result, record

@@ -36,11 +36,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _run(report_dir: Path) -> int:
-    from forum_atlas.cli.commands.ingest import print_summary, run_ingest
     from forum_atlas.cli.commands.brief import run_ask
+    from forum_atlas.cli.commands.ingest import print_summary, run_ingest
     from forum_atlas.cli.commands.search import print_result, run_search
-    from forum_atlas.deliberation.render import render_html, render_text
     from forum_atlas.cli.forecast_demo import run_forecast_demo
+    from forum_atlas.deliberation.render import render_html, render_text
     from forum_atlas.flows.forecast import ForecastRequest, forecast
     from forum_atlas.store.briefs import load_brief, verify_brief
     from forum_atlas.store.db import Database

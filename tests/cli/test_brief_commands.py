@@ -1,0 +1,78 @@
+"""`atlas ask` prints an audited brief; `atlas brief show` reprints it (text, JSON, HTML) and
+`atlas verify` recomputes its seal — both without importing Prefect — and names a tampered snapshot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from forum_atlas.cli.main import main
+from tests.support.corpus import ingest, record
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TRIAL = ("Vitamin D supplementation reduced hip fractures by 20 percent in adults over 65. "
+         "The trial enrolled 3,000 participants, followed for five years.")
+
+
+def run_cli(database_url, tmp_path, *args):
+    code = ("import sys; from forum_atlas.cli.main import main; rc = main(sys.argv[1:]); "
+            "assert 'prefect' not in sys.modules, 'the command imported prefect'; sys.exit(rc)")
+    env = {"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": database_url, "ATLAS_DATA_DIR": str(tmp_path),
+           "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          cwd=REPO_ROOT, timeout=120)
+
+
+@pytest.fixture
+def asked(prefect_env, db, database_url, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    ingest(db, [record("trial", TRIAL, title="Vitamin D and hip fracture", sector="health"),
+                record("solar", "Solar panels degrade slowly.", title="Solar", sector="energy")])
+    html = tmp_path / "brief.html"
+    assert main(["ask", "Does vitamin D supplementation reduce hip fracture risk?", "--html", str(html)]) == 0
+    out = capsys.readouterr().out
+    brief_id = int(out.split("Brief #", 1)[1].split(":", 1)[0])
+    return brief_id, out, html
+
+
+def test_ask_prints_the_brief_and_writes_a_page(asked):
+    brief_id, out, html = asked
+    assert "[SOURCED]" in out and "[INFERRED]" in out and "quality 3/5" in out and "Audit summary" in out
+    assert "“Vitamin D supplementation reduced hip fractures by 20 percent in adults over 65.”" in out
+    page = html.read_text(encoding="utf-8")
+    HTMLParser().feed(page)
+    assert "<mark>" in page and f"atlas verify {brief_id}" in page
+
+
+def test_show_and_verify_run_without_prefect_and_catch_tampering(asked, database_url, tmp_path, db):
+    brief_id = asked[0]
+    shown = run_cli(database_url, tmp_path, "brief", "show", str(brief_id), "--json")
+    assert shown.returncode == 0, shown.stderr
+    view = json.loads(shown.stdout)
+    assert view["brief_id"] == brief_id and view["audit"]["sourced_verified"] >= 1
+    listed = run_cli(database_url, tmp_path, "brief", "list")
+    assert listed.returncode == 0 and "reduce hip fracture" in listed.stdout
+    clean = run_cli(database_url, tmp_path, "verify", str(brief_id))
+    assert clean.returncode == 0 and "verify" in clean.stdout, clean.stdout + clean.stderr
+    # Someone with superuser rights edits one byte of the snapshot and even re-seals the row so that
+    # its own CHECK holds: the seal recorded in the hash-chained audit log no longer matches.
+    with db.connection() as conn:
+        conn.execute("ALTER TABLE forum.evidence_snapshots DISABLE TRIGGER USER")
+        conn.execute("""UPDATE forum.evidence_snapshots
+                           SET canonical = replace(canonical, 'hip fractures by 20', 'hip fractures by 29'),
+                               seal = encode(sha256(convert_to(
+                                   replace(canonical, 'hip fractures by 20', 'hip fractures by 29'), 'UTF8')), 'hex')
+                         WHERE snapshot_id = %s""", (view["snapshot_id"],))
+        conn.execute("ALTER TABLE forum.evidence_snapshots ENABLE TRIGGER USER")
+        conn.commit()
+    tampered = run_cli(database_url, tmp_path, "verify", str(brief_id))
+    assert tampered.returncode == 2
+    assert f"snapshot {view['snapshot_id']}" in tampered.stdout and "FAIL" in tampered.stdout
+    missing = run_cli(database_url, tmp_path, "brief", "show", "999999")
+    assert missing.returncode == 1 and "no brief with id 999999" in missing.stderr
