@@ -25,6 +25,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -179,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # A Prefect home of its own: the temporary API's SQLite database is not shared with any other
+    # process on the machine (a shared one answers "database is locked" and the client backs off).
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="atlas-bench-prefect-")
     from bench.support_eval import evaluate
     from forum_atlas.entailment import RuleBasedSupportVerifier
 

@@ -243,8 +243,8 @@ def _pct(value: float | None) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    lines = [f"support_eval — {result['verifier']} — SciFact {result['split']} ({result['pairs']} pairs, "
-             f"{result['seconds']:.1f} s)", "",
+    lines = [(f"support_eval — {result['verifier']} — SciFact {result['split']} ({result['pairs']} pairs, "
+             f"{result['seconds']:.1f} s)"), "",
              "label       verdict       precision  recall   predicted  gold"]
     for gold, row in result["per_label"].items():
         lines.append(f"{gold:<11} {row['verdict']:<12}  {_pct(row['precision'])}    {_pct(row['recall'])}  "
@@ -265,22 +265,22 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"abstention rate                                   {_pct(result['abstention_rate'])}",
-        f"support-direction precision where it commits      {_pct(direction)}  "
-        f"({result['direction_commits']} commits; {verdict})",
+        (f"support-direction precision where it commits      {_pct(direction)}  "
+        f"({result['direction_commits']} commits; {verdict})"),
         f"direction coverage (commits / SUPPORT+CONTRADICT)  {_pct(result['direction_coverage'])}",
-        f"commit precision over all pairs (NEI = error)     {_pct(result['commit_precision_all_pairs'])}  "
-        f"(supports on NEI pairs: {result['supports_on_nei']})",
+        (f"commit precision over all pairs (NEI = error)     {_pct(result['commit_precision_all_pairs'])}  "
+        f"(supports on NEI pairs: {result['supports_on_nei']})"),
     ]
     stress = result.get("stress")
     if stress:
         v, p = stress["verbatim"], stress["perturbed"]
         lines += [
             "",
-            f"stress, verbatim (rationale sentence = claim = quote, {v['pairs']} pairs): supports "
-            f"{_pct(v['supports_rate'])}",
-            f"stress, perturbed (one antonym/negation edit, {p['pairs']} pairs): supports {p['false_supports']} "
+            (f"stress, verbatim (rationale sentence = claim = quote, {v['pairs']} pairs): supports "
+            f"{_pct(v['supports_rate'])}"),
+            (f"stress, perturbed (one antonym/negation edit, {p['pairs']} pairs): supports {p['false_supports']} "
             f"(must be 0), contradicts {_pct(p['contradicts_rate'])}, abstain {p.get('abstain', 0)}, "
-            f"contextual {p.get('contextual', 0)}",
+            f"contextual {p.get('contextual', 0)}"),
         ]
     return "\n".join(lines)
 

@@ -122,6 +122,15 @@ class Database:
         }
 
 
+def install_kernel(settings: Settings, *, force: bool = False) -> native.KernelStatus:
+    """`atlas db install-kernel`: migrate, then build and install the BM25 extension (or update it,
+    or remove it when ATLAS_BM25_KERNEL=off) — explicitly, not as a first open's automatic install."""
+    with psycopg.connect(resolve_url(settings), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        migrations.apply_pending(conn)
+        return native.install_kernel(conn, enabled=settings.bm25_kernel, force=force)
+
+
 _shared: dict[tuple[str | None, str], Database] = {}
 _shared_lock = threading.Lock()
 

@@ -73,6 +73,9 @@ def round_evidence(panel: Plan, results: Mapping[str, RetrievalResult]) -> tuple
 
 def _failed_call(stage: str, engine: DeliberationEngine | SupportVerifier, request: object, exc: ProviderError,
                  started: float) -> CallRecord:
+    """The failed call's record: the engine's own when it attached one (with its prompt hash)."""
+    if isinstance(getattr(exc, "call", None), CallRecord):
+        return exc.call
     return CallRecord(stage=stage, provider=engine.name, version=engine.version, input_digest=request_digest(request),
                       outcome=exc.kind, latency_ms=(time.perf_counter() - started) * 1000, attempts=exc.attempts,
                       detail=exc.detail[:500])

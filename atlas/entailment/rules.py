@@ -15,6 +15,8 @@ without, independent, lack of, absence, "not in …"), and hedges (whether, unkn
 may, could, …).
 
 Verdicts
+- supports (verbatim): the claim is a whole-word span of the quote (whitespace and case aside) with
+  no negation or hedge in the eight words before it or the three after it.
 - supports: one sentence of the quote carries EVERY content word of the claim, in the claim's order
   (a role swap "A inhibits B" / "B inhibits A" is not support), and every number of the claim; each
   direction word of the claim is read the same way in that sentence (anchored: the quote's
@@ -24,10 +26,11 @@ Verdicts
 - contradicts: the sentence carries most of the claim (70 %, at most two words missing, all its
   numbers, no hedge) and there is exactly one clear polarity clash: a direction word of the claim
   meets only its antonym on the same word and side (increases ↔ decreases, positively ↔
-  negatively, …) with no negation around; or the claim is negated once and the sentence not at all;
-  or the sentence's single negation stands right before the claim's (agreeing) direction word ("was
-  not associated with an increased risk", "did not reduce") or, for a claim without direction
-  words that it fully carries, right before one of its words ("is not effective").
+  negatively, …) with no negation around; or the claim is negated once and the sentence, carrying
+  all of it, not at all; or the sentence's single negation stands right before the claim's
+  (agreeing) direction word ("was not associated with an increased risk", "did not reduce") or,
+  for a claim without direction words that it fully carries, right before one of its words ("is
+  not effective").
 - contextual: the quote carries at most a third of the claim's content words and the whole
   passage at most 30 % — the passage may share the topic, it does not state the claim.
 - abstain: everything else — paraphrase, partial overlap, numbers that differ, mixed directions
@@ -93,12 +96,12 @@ aim aimed objective question questions speculate speculated controversial debate
 _AXES: dict[str, tuple[str, str]] = {
     # amount and effect are one axis: "increases X" and "inhibits X" clash, "enhances" and "induces" agree
     "amount": (
-        "increase increas rise rose risen raise elevat higher high more greater larger enhanc augment boost "
-        "upregulat overexpress exceed accelerat gain longer faster expand amplif "
-        "promot activat induc stimulat potentiat facilitat trigger",
-        "decrease decreas declin fall fell drop lower low less fewer smaller reduc diminish downregulat "
-        "attenuat lessen loss shorter slower shrink deplet "
-        "inhibit suppress repress block prevent impair abolish abrogat antagoniz inactivat deactivat",
+        ("increase increas rise rose risen raise elevat higher high more greater larger enhanc augment boost "
+         "upregulat overexpress exceed accelerat gain longer faster expand amplif "
+         "promot activat induc stimulat potentiat facilitat trigger"),
+        ("decrease decreas declin fall fell drop lower low less fewer smaller reduc diminish downregulat "
+         "attenuat lessen loss shorter slower shrink deplet "
+         "inhibit suppress repress block prevent impair abolish abrogat antagoniz inactivat deactivat"),
     ),
     "quality": (
         "improv benefit better beneficial protect protective favorabl favourabl",
@@ -156,11 +159,6 @@ class _Reading:
     weak_negations: list[int]                 # positions of weak cues ("without", "independent", …)
     hedges: list[int]
     numbers: set[str]
-    n_tokens: int
-
-    @property
-    def dir_set(self) -> set[tuple[str, int]]:
-        return {(axis, sign) for axis, sign, _ in self.directions}
 
 
 @dataclass(frozen=True)
@@ -210,9 +208,7 @@ def _read(text: str) -> _Reading:
         nominal_not = w == "not" and pos + 1 < len(words) and words[pos + 1] in _NOMINAL_AFTER_NOT
         if w in NEGATIONS and not nominal_not:
             negations.append((w, pos))
-        elif nominal_not:
-            weak.append(pos)
-        elif w in WEAK_NEGATIONS:
+        elif nominal_not or w in WEAK_NEGATIONS:
             weak.append(pos)
         elif w in HEDGES:
             hedges.append(pos)
@@ -222,7 +218,7 @@ def _read(text: str) -> _Reading:
             content.append(_Tok(w, _stem(w), pos))
             if _NUMBER.search(w):
                 numbers.add(w.rstrip("%"))
-    return _Reading(content, directions, negations, weak, hedges, numbers, len(words))
+    return _Reading(content, directions, negations, weak, hedges, numbers)
 
 
 def _distinct(tokens: list[_Tok]) -> list[_Tok]:
@@ -319,7 +315,8 @@ class RuleBasedSupportVerifier:
                 if not self._match(anchor.stem, o.stem):
                     continue
                 m = o.pos
-                near = [(abs(sp - m), ss, sp < m) for sa, ss, sp in s.directions if sa == axis and abs(sp - m) <= window]
+                near = [(abs(sp - m), ss, sp < m) for sa, ss, sp in s.directions
+                        if sa == axis and abs(sp - m) <= window]
                 if near:
                     closest = min(d for d, _, _ in near)
                     for d, ss, side in near:
@@ -347,9 +344,10 @@ class RuleBasedSupportVerifier:
         just around the copied span negates or hedges it; None to let the general rule decide."""
         c = " ".join(unicodedata.normalize("NFKC", claim).split()).rstrip(" .;:").casefold()
         q = " ".join(unicodedata.normalize("NFKC", quote).split()).casefold()
-        at = q.find(c) if c else -1
-        if at < 0:
+        found = re.search(r"(?<![\w])" + re.escape(c) + r"(?![\w])", q) if c else None
+        if found is None:  # a span of whole words only: "rates rose" is not in "pirates rose"
             return None
+        at = found.start()
         before = _TOKEN.findall(_normalise(q[:at]))[-8:]
         after = _TOKEN.findall(_normalise(q[at + len(c):]))[:3]
         around = set(before) | set(after)
@@ -397,7 +395,9 @@ class RuleBasedSupportVerifier:
                     and not s.negations and not weak_near):
                 return Decision("contradicts", f"the claim says {_dir_words(clash)}, the quote the opposite")
             if not clash and all(st == "agree" for st in states):
-                if (len(c.negations) == 1 and not c.weak_negations and not s.negations and not s.weak_negations):
+                # the claim's one negation: all of the claim is carried, so it is not about a missing word
+                if (len(c.negations) == 1 and not c.weak_negations and not s.negations and not s.weak_negations
+                        and best.coverage == 1.0):
                     return Decision("contradicts", f"the claim is negated ({claim_cues[0]}), the quote is not")
                 if not c.negations and not c.weak_negations and len(s.negations) == 1 and not s.weak_negations:
                     cue, at = s.negations[0]
@@ -428,7 +428,8 @@ class RuleBasedSupportVerifier:
             detail += f"; numbers not in the quote: {', '.join(numbers_missing[:5])}"
         unread = [(a, g) for a, g, st in readings if st != "agree"]
         if unread:
-            detail += f"; direction {_dir_words(unread)} not confirmed ({', '.join(st for st in states if st != 'agree')})"
+            how = ", ".join(st for st in states if st != "agree")
+            detail += f"; direction {_dir_words(unread)} not confirmed ({how})"
         if hedged:
             detail += "; the quote hedges"
         if claim_cues != near_cues or neg_before:

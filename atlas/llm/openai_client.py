@@ -2,8 +2,9 @@
 of the SDK's exceptions to the typed provider errors (RET-6).
 
 Every OpenAI-backed engine (driver decomposition, deliberation, support verification) holds an
-`OpenAIChat` and calls `complete_json`; nothing else in the package builds an `openai.OpenAI` for
-chat or catches an `openai` exception.
+`OpenAIChat` and calls `complete_json` (or `recorded`, which adds the call's `CallRecord`: input
+digest, sha256 of the exact messages, outcome, latency, attempts); nothing else in the package builds
+an `openai.OpenAI` for chat or catches an `openai` exception from one.
 
 - Retries are the SDK's own (`max_retries`; it honours Retry-After). The attempts it made are read
   back from the `x-stainless-retry-count` header it puts on each request, so a 401 (never retried)

@@ -18,9 +18,9 @@ def register(groups: argparse._SubParsersAction) -> None:
         "install-kernel",
         help="build and install the native BM25 kernel (PostgreSQL extension atlas_bm25) with the server's PGXS",
         description="Builds the atlas_bm25 extension (sql/native/) with the server's own pg_config/PGXS and a C "
-                    "compiler, installs its files into the server's directories and runs CREATE EXTENSION (or "
-                    "ALTER EXTENSION ... UPDATE). Idempotent: compiles only when the installed build is not this "
-                    "one. Needs a superuser role and a server on this machine; elsewhere the PL/pgSQL search "
+                    "compiler, installs its files into the server's directories and creates the extension "
+                    "(or updates it to the new version). Idempotent: compiles only when the installed build "
+                    "is not this one. Needs a superuser role and a server on this machine; elsewhere the PL/pgSQL search "
                     "serves BM25. ATLAS_BM25_KERNEL=off removes the kernel instead.")
     kernel.add_argument("--force", action="store_true", help="rebuild even if the installed build is current")
     kernel.set_defaults(handler=_install_kernel)
@@ -70,17 +70,10 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _install_kernel(args: argparse.Namespace) -> int:
-    import psycopg
-
     from forum_atlas.config import settings_from_env
-    from forum_atlas.store import migrations, native
-    from forum_atlas.store.db import Database
+    from forum_atlas.store.db import install_kernel
 
-    settings = settings_from_env()
-    # migrate=False: the install below is this command's, not the automatic one of a first open.
-    with Database.open(settings, migrate=False) as db, psycopg.connect(db.url, autocommit=True) as conn:
-        migrations.apply_pending(conn)
-        status = native.install_kernel(conn, enabled=settings.bm25_kernel, force=args.force)
+    status = install_kernel(settings_from_env(), force=args.force)
     done = {
         "installed": f"installed atlas_bm25 {status.version}",
         "updated": f"updated atlas_bm25 to {status.version}",

@@ -4,28 +4,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
 from forum_atlas.cli.main import main
+from tests.support.cli import run_cli_without_prefect
 from tests.support.corpus import ingest, record
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 TRIAL = ("Vitamin D supplementation reduced hip fractures by 20 percent in adults over 65. "
          "The trial enrolled 3,000 participants, followed for five years.")
-
-
-def run_cli(database_url, tmp_path, *args):
-    code = ("import sys; from forum_atlas.cli.main import main; rc = main(sys.argv[1:]); "
-            "assert 'prefect' not in sys.modules, 'the command imported prefect'; sys.exit(rc)")
-    env = {"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": database_url, "ATLAS_DATA_DIR": str(tmp_path),
-           "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
-                          cwd=REPO_ROOT, timeout=120)
 
 
 @pytest.fixture
@@ -52,13 +40,13 @@ def test_ask_prints_the_brief_and_writes_a_page(asked):
 
 def test_show_and_verify_run_without_prefect_and_catch_tampering(asked, database_url, tmp_path, db):
     brief_id = asked[0]
-    shown = run_cli(database_url, tmp_path, "brief", "show", str(brief_id), "--json")
+    shown = run_cli_without_prefect(database_url, tmp_path, "brief", "show", str(brief_id), "--json")
     assert shown.returncode == 0, shown.stderr
     view = json.loads(shown.stdout)
     assert view["brief_id"] == brief_id and view["audit"]["sourced_verified"] >= 1
-    listed = run_cli(database_url, tmp_path, "brief", "list")
+    listed = run_cli_without_prefect(database_url, tmp_path, "brief", "list")
     assert listed.returncode == 0 and "reduce hip fracture" in listed.stdout
-    clean = run_cli(database_url, tmp_path, "verify", str(brief_id))
+    clean = run_cli_without_prefect(database_url, tmp_path, "verify", str(brief_id))
     assert clean.returncode == 0 and "verify" in clean.stdout, clean.stdout + clean.stderr
     # Someone with superuser rights edits one byte of the snapshot and even re-seals the row so that
     # its own CHECK holds: the seal recorded in the hash-chained audit log no longer matches.
@@ -71,8 +59,8 @@ def test_show_and_verify_run_without_prefect_and_catch_tampering(asked, database
                          WHERE snapshot_id = %s""", (view["snapshot_id"],))
         conn.execute("ALTER TABLE forum.evidence_snapshots ENABLE TRIGGER USER")
         conn.commit()
-    tampered = run_cli(database_url, tmp_path, "verify", str(brief_id))
+    tampered = run_cli_without_prefect(database_url, tmp_path, "verify", str(brief_id))
     assert tampered.returncode == 2
     assert f"snapshot {view['snapshot_id']}" in tampered.stdout and "FAIL" in tampered.stdout
-    missing = run_cli(database_url, tmp_path, "brief", "show", "999999")
+    missing = run_cli_without_prefect(database_url, tmp_path, "brief", "show", "999999")
     assert missing.returncode == 1 and "no brief with id 999999" in missing.stderr

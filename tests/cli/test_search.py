@@ -1,28 +1,16 @@
 """`atlas search` prints the final sources with their per-stage ranks, and never imports Prefect."""
 
 import json
-import subprocess
-import sys
 
+from tests.support.cli import run_cli_without_prefect
 from tests.support.corpus import ingest, record
-
-REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-
-
-def run_cli(database_url, tmp_path, *args):
-    code = ("import sys; from forum_atlas.cli.main import main; rc = main(sys.argv[1:]); "
-            "assert 'prefect' not in sys.modules, 'atlas search imported prefect'; sys.exit(rc)")
-    env = {"PATH": "/usr/bin:/bin", "ATLAS_DATABASE_URL": database_url, "ATLAS_DATA_DIR": str(tmp_path),
-           "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
-                          cwd=REPO_ROOT, timeout=120)
 
 
 def test_search_prints_sources_with_stage_ranks(db, database_url, tmp_path):
     ingest(db, [record("a", "Insulin resistance in skeletal muscle.", title="Muscle insulin", sector="health"),
                 record("b", "Solar output forecasts.", title="Solar", sector="energy"),
                 record("c", "Insulin pumps for type 1 diabetes.", title="Pumps", sector="health")])
-    done = run_cli(database_url, tmp_path, "search", "insulin resistance", "--top-k", "2")
+    done = run_cli_without_prefect(database_url, tmp_path, "search", "insulin resistance", "--top-k", "2")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     header = next(line for line in lines if line.startswith("#"))
@@ -31,7 +19,7 @@ def test_search_prints_sources_with_stage_ranks(db, database_url, tmp_path):
     assert first[0] == "1" and first[2] == "1" and first[5] == "1" and "Muscle" in done.stdout
     assert "bm25    postgresql-bm25okapi" in done.stdout
 
-    as_json = run_cli(database_url, tmp_path, "search", "insulin", "--sector", "health", "--json")
+    as_json = run_cli_without_prefect(database_url, tmp_path, "search", "insulin", "--sector", "health", "--json")
     trace = json.loads(as_json.stdout)
     assert [s["stage"] for s in trace["stages"]] == ["bm25", "dense", "fusion", "rerank"]
     assert {s["sector"] for s in trace["sources"]} == {"health"}
@@ -39,10 +27,10 @@ def test_search_prints_sources_with_stage_ranks(db, database_url, tmp_path):
 
 def test_search_bad_input_is_a_one_line_error(db, database_url, tmp_path):
     ingest(db, [record("a", "insulin", sector="health")])
-    empty = run_cli(database_url, tmp_path, "search", "   ")
+    empty = run_cli_without_prefect(database_url, tmp_path, "search", "   ")
     assert empty.returncode == 1 and empty.stderr.strip().endswith("the query is empty: give the words to search for")
-    sector = run_cli(database_url, tmp_path, "search", "insulin", "--sector", "nope")
+    sector = run_cli_without_prefect(database_url, tmp_path, "search", "insulin", "--sector", "nope")
     assert sector.returncode == 1 and "unknown sector(s) 'nope'; the corpus has: health" in sector.stderr
     assert "Traceback" not in sector.stderr
-    future = run_cli(database_url, tmp_path, "search", "insulin", "--since", "2999-01-01")
+    future = run_cli_without_prefect(database_url, tmp_path, "search", "insulin", "--since", "2999-01-01")
     assert future.returncode == 0 and "no sources: the recency window starts in the future" in future.stdout

@@ -121,7 +121,7 @@ class Fabricator:
                        "The trial enrolled 3,000 participants followed for five years."),
             ClaimDraft("Vitamin D lowered fracture rates among older adults.", SOURCED, trial,
                        "Vitamin D lowered hip fracture rates by a fifth among older adults."),
-            ClaimDraft("Calcium intake was associated with higher fracture risk in elderly women.", SOURCED, calcium,
+            ClaimDraft("Calcium intake was associated with fracture risk in elderly women.", SOURCED, calcium,
                        "Calcium intake was not associated with fracture risk in elderly women."),
         ], call=call)
 
@@ -145,7 +145,7 @@ EXPECTED_DOWNGRADES = {
     "Supplementation reduced hip fractures.": "quote_not_verbatim",            # a quote's case changed
     "The trial followed 3,000 participants.": "quote_not_verbatim",            # a comma dropped
     "Vitamin D lowered fracture rates among older adults.": "quote_not_verbatim",  # a paraphrase
-    "Calcium intake was associated with higher fracture risk in elderly women.": "contradicts",
+    "Calcium intake was associated with fracture risk in elderly women.": "contradicts",  # the passage negates it
 }
 
 
@@ -186,3 +186,69 @@ def test_malformed_answers_are_retried_then_refused(prefect_env, atlas_env, corp
     out = run(personas=["technical"])
     (section,) = briefs.load_brief(corpus, out["brief_id"]).sections
     assert "malformed" in section.insufficient and len(fabricator.requests) == 2
+
+
+# --- the OpenAI engine through the real SDK, against a local server speaking its wire format ----
+
+PLANTED = ("jane.doe@example.org", "+1 (555) 123-4567", "48213377")
+CHAT = "/v1/chat/completions"
+
+
+def _completion(payload: dict) -> dict:
+    import json
+
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": json.dumps(payload)}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def _model(received):
+    """Answers like a model that paraphrases on its first try and quotes exactly when told to."""
+    from tests.support.wire import Reply
+
+    system, user = (m["content"] for m in received.body["messages"])
+    label = next(line.split("]")[0][1:] for line in user.splitlines() if line.startswith("[S") and "hip fracture" in line)
+    exact = "Vitamin D supplementation reduced hip fractures by 20 percent in adults over 65."
+    if "coordinator" in system:
+        claims = [{"text": "Supplementation cut hip fractures by a fifth.", "tag": "SOURCED", "source": label,
+                   "quote": exact}]
+    elif "This is a retry" in system:
+        claims = [{"text": exact, "tag": "SOURCED", "source": label, "quote": exact},
+                  {"text": "The effect may differ in younger adults.", "tag": "INFERRED", "source": None, "quote": None}]
+    else:
+        claims = [{"text": "Vitamin D cut hip fractures by a fifth.", "tag": "SOURCED", "source": label,
+                   "quote": "Vitamin D cut hip fractures by a fifth in older adults."}]
+    return Reply(200, _completion({"claims": claims, "insufficient_evidence": None}))
+
+
+def test_openai_engine_end_to_end_retries_strictly_and_leaks_no_personal_data(prefect_env, atlas_env, corpus,
+                                                                               monkeypatch):
+    from tests.support.wire import WireServer
+
+    with WireServer() as server:
+        server.always(CHAT, _model)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
+        out = run(f"Does vitamin D supplementation reduce fracture risk in elderly adults? Reply to {PLANTED[0]} "
+                  f"or {PLANTED[1]}, patient MRN {PLANTED[2]}.", engine="openai", personas=["technical"])
+        requests = server.requests_to(CHAT)
+    sent = [str(r.body) for r in requests]
+    assert len(requests) == 3  # the draft, its stricter retry, the synthesis
+    assert not [p for p in PLANTED for body in sent if p in body]
+    assert "This is a retry" not in sent[0] and "This is a retry" in sent[1] and "paraphrase is rejected" in sent[1]
+    assert "not found verbatim" in sent[1]  # the retry names what failed
+    view = briefs.load_brief(corpus, out["brief_id"])
+    assert view.redactions == 3 and "[EMAIL]" in view.question and PLANTED[0] not in view.question
+    assert not view.extractive and view.engines["deliberation"].startswith("openai:")
+    (section,) = view.sections
+    assert section.attempts == 2 and [c.tag for c in section.claims] == [SOURCED, INFERRED]
+    assert out["downgraded"] == 1 and out["retried"] == 1
+    assert briefs.verify_brief(corpus, out["brief_id"]) == []
+    with corpus.connection() as conn:
+        calls = conn.execute("SELECT stage, outcome, prompt_hash, flow_run_id, task_run_id FROM forum.provider_calls "
+                             "WHERE brief_id = %s ORDER BY call_id", (out["brief_id"],)).fetchall()
+    drafts = [c for c in calls if c["stage"].startswith("draft:")]
+    assert [c["stage"] for c in drafts] == ["draft:technical#1", "draft:technical#2"]
+    assert all(c["outcome"] == "ok" and len(c["prompt_hash"]) == 64 and c["flow_run_id"] and c["task_run_id"]
+               for c in drafts)

@@ -27,15 +27,15 @@ def test_identity():
     ("LDL cholesterol has a causal role in the development of cardiovascular disease.",
      "BACKGROUND LDL cholesterol has a causal role in the development of cardiovascular disease."),
     ("Deletion of integrin αvβ8 did not result in a spontaneous inflammatory phenotype",
-     "Treg-cell-specific deletion of integrin αvβ8 did not result in a spontaneous inflammatory phenotype, "
-     "suggesting that this pathway is not important."),
+     ("Treg-cell-specific deletion of integrin αvβ8 did not result in a spontaneous inflammatory phenotype, "
+      "suggesting that this pathway is not important.")),
     # every content word carried, same direction, same order
     ("Aspirin use reduced the risk of colorectal cancer.",
      "Regular aspirin use reduced the risk of colorectal cancer by 20% in the cohort."),
     ("Unemployment rose to 4.2 percent in March.", "Unemployment rose to 4.2 percent in March, the BLS said."),
     ("Neutrophil extracellular traps (NETs) are released by ANCA-stimulated neutrophils.",
-     "Here we show that chromatin fibers, so-called neutrophil extracellular traps (NETs), are released by "
-     "ANCA-stimulated neutrophils and contain the targeted autoantigens."),
+     ("Here we show that chromatin fibers, so-called neutrophil extracellular traps (NETs), are released by "
+      "ANCA-stimulated neutrophils and contain the targeted autoantigens.")),
     # both negated the same way
     ("The tariff did not raise consumer prices.", "Overall, the tariff did not raise consumer prices in 2019."),
 ])
@@ -81,16 +81,16 @@ def test_contradicts(claim, quote):
     ("Coffee increases mortality.", "There was no evidence in this large cohort that coffee increases mortality."),
     # both directions on the same word
     ("Consumption of whole fruits increases the risk of type 2 diabetes.",
-     "Greater consumption of whole fruits is associated with a lower risk of type 2 diabetes, whereas greater "
-     "consumption of fruit juice is associated with a higher risk."),
+     ("Greater consumption of whole fruits is associated with a lower risk of type 2 diabetes, whereas greater "
+      "consumption of fruit juice is associated with a higher risk.")),
     # a weak negation in the matched region ("without")
     ("Migraine is associated with stroke.", "Migraine without aura was associated with stroke in few cohorts."),
     # a passive antonym on the other side of the word: not read as a clash, not as support either
     ("Radioiodine treatment increases thyroid volume.", "The median thyroid volume was reduced after treatment."),
     # a paraphrase a rule cannot read
     ("Hypocretin neurones induce a panic-prone state in rats.",
-     "Activation of ORX-synthesizing neurons is necessary for developing a panic-prone state in the rat panic "
-     "model, and ORX-1 receptor antagonists block the panic responses."),
+     ("Activation of ORX-synthesizing neurons is necessary for developing a panic-prone state in the rat panic "
+      "model, and ORX-1 receptor antagonists block the panic responses.")),
 ])
 def test_never_supports_when_it_cannot_tell(claim, quote):
     assert verdict(claim, quote) != "supports"
