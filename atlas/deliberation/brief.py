@@ -81,8 +81,11 @@ def assemble(plan: Plan, results: Mapping[str, RetrievalResult], evidence: Round
     audit = summarize(sections, synthesis, drafts)
     snapshot = jsonable({
         "question": plan.outbound_question,
-        "redactions": [asdict(r) for r in plan.redactions],
-        "plan": plan.as_dict(),
+        # kind, span and placeholder only: an unkeyed digest of a phone or record number could be
+        # reversed by trying every value, so it stays out of the sealed (forever) snapshot
+        "redactions": [{"kind": r.kind, "start": r.start, "end": r.end, "placeholder": r.placeholder}
+                       for r in plan.redactions],
+        "plan": {**plan.as_dict(), "redactions": len(plan.redactions)},
         "retrieval": {role: result.as_dict() for role, result in results.items()},
         "passages": {p.label: {**asdict(p), "text_sha256": hashlib.sha256(p.text.encode("utf-8")).hexdigest()}
                      for p in evidence.passages.values()},
