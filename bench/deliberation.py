@@ -13,7 +13,8 @@
    per label, abstention, and direction precision where it commits (the seed's contract: >= 98 %).
 3. Latency over 20 questions in a warm process: the deliberation as plain calls (the work alone)
    and as the Prefect flow (temporary local API, heartbeats off); p50/p95 of each and of the
-   per-question difference, Prefect's share.
+   per-question difference, Prefect's share — and, as the floor measured in the same run, a flow
+   that does nothing but the same number of task runs and artifacts, run in the same alternation.
 4. 20 deliberations at once against one database (threads): all persisted, no lost rows, no
    deadlock, the audit chain intact.
 """
@@ -117,6 +118,27 @@ def citations(settings, claims: list[dict]) -> dict:
     return totals
 
 
+def _floor_flow():
+    """A flow with the deliberate flow's Prefect footprint and no work: one persona's run has 12
+    task runs (plan, 5 retrieval, round evidence, draft, audit, synthesis, audit, persist) and 2
+    artifacts."""
+    from prefect import flow, task
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    @task
+    def nothing(i: int) -> int:
+        return i
+
+    @flow(name="prefect-floor")
+    def floor(task_runs: int = 12) -> None:
+        for i in range(task_runs):
+            nothing(i)
+        create_markdown_artifact(key="floor", markdown="# floor")
+        create_table_artifact(key="floor-table", table=[{"measure": "m", "value": 0}])
+
+    return floor
+
+
 def latency(settings, claims: list[dict]) -> dict:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
@@ -125,22 +147,29 @@ def latency(settings, claims: list[dict]) -> dict:
     os.environ["ATLAS_DATABASE_URL"] = settings.database_url
     os.environ["ATLAS_DATA_DIR"] = str(settings.data_dir)
     questions = [c["claim"] for c in claims]
-    plain, with_prefect = [], []
+    plain, with_prefect, floor_ms = [], [], []
+    floor = _floor_flow()
     for question in questions[:3]:  # warm both paths: models, pools, the temporary API's start-up
         run_deliberation(DeliberationParameters(question=question), settings, PLAIN)
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         deliberate(DeliberationParameters(question=questions[0]))
+        floor()
         for question in questions:
             t0 = time.perf_counter()
             run_deliberation(DeliberationParameters(question=question), settings, PLAIN)
             t1 = time.perf_counter()
             deliberate(DeliberationParameters(question=question))
             t2 = time.perf_counter()
+            floor()
+            t3 = time.perf_counter()
             plain.append((t1 - t0) * 1000)
             with_prefect.append((t2 - t1) * 1000)
+            floor_ms.append((t3 - t2) * 1000)
     share = [f - p for f, p in zip(with_prefect, plain)]
     return {"plain_ms": percentiles(plain), "flow_ms": percentiles(with_prefect), "prefect_ms": percentiles(share),
-            "prefect_share_of_p50": statistics.median(share) / statistics.median(with_prefect)}
+            "prefect_share_of_p50": statistics.median(share) / statistics.median(with_prefect),
+            "floor_ms": percentiles(floor_ms),
+            "flow_over_floor_p50": statistics.median(with_prefect) / statistics.median(floor_ms)}
 
 
 def concurrency(settings, claims: list[dict]) -> dict:
@@ -225,7 +254,10 @@ def report(r: dict) -> str:
         f"| the work alone (plain calls) | {lat['plain_ms'][0]:.0f} | {lat['plain_ms'][1]:.0f} |",
         f"| the deliberate flow (Prefect) | {lat['flow_ms'][0]:.0f} | {lat['flow_ms'][1]:.0f} |",
         f"| Prefect's share (flow − plain, per question) | {lat['prefect_ms'][0]:.0f} | {lat['prefect_ms'][1]:.0f} |",
-        f"Prefect's share of the flow's p50: {lat['prefect_share_of_p50']:.0%}",
+        f"| floor: a flow with the same 12 task runs and 2 artifacts doing nothing | {lat['floor_ms'][0]:.0f} | "
+        f"{lat['floor_ms'][1]:.0f} |",
+        f"Prefect's share of the flow's p50: {lat['prefect_share_of_p50']:.0%}; "
+        f"the flow's p50 over the floor's: {lat['flow_over_floor_p50']:.2f}×",
         "", f"## {CONCURRENT} deliberations at once against one database",
         f"{k['deliberations']} finished in {k['seconds']:.1f} s; {k['distinct_briefs']} distinct briefs, "
         f"{k['briefs_added']} brief rows and {k['snapshots_added']} snapshots added, {k['citations_added']} citations "
