@@ -74,11 +74,30 @@ def _attempt(draft: AuditedDraft) -> dict[str, Any]:
             "call": draft.call.as_dict()}
 
 
+def retrieval_calls(results: Mapping[str, RetrievalResult], flow_run_id: str | None = None) -> list[CallRecord]:
+    """Each persona's retrieval stages as provider calls (AUD-4): the database's BM25, the query
+    embedder, fusion, the reranker — engine, typed outcome, latency, attempts; the input is the
+    query (its digest)."""
+    calls = []
+    for role, result in results.items():
+        digest = hashlib.sha256(result.query.encode("utf-8")).hexdigest()
+        for stage in result.stages:
+            outcome = stage.outcome
+            calls.append(CallRecord(
+                stage=f"retrieval.{stage.stage}:{role}", provider=outcome.provider if outcome else stage.engine,
+                version=f"{stage.engine} {stage.version}", input_digest=digest,
+                outcome=outcome.kind if outcome else "ok", latency_ms=outcome.latency_ms if outcome else 0.0,
+                attempts=outcome.attempts if outcome else 1, detail=(outcome.detail if outcome else "") or stage.note,
+                flow_run_id=flow_run_id))
+    return calls
+
+
 def assemble(plan: Plan, results: Mapping[str, RetrievalResult], evidence: RoundEvidence,
              drafts: Sequence[AuditedDraft], sections: Sequence[Section], synthesis: Section,
              engines: Mapping[str, str], extractive: bool, calls: Sequence[CallRecord], created_at: datetime,
              flow_run_id: str | None = None) -> BriefRecord:
     audit = summarize(sections, synthesis, drafts)
+    calls = [*retrieval_calls(results, flow_run_id), *calls]
     snapshot = jsonable({
         "question": plan.outbound_question,
         # kind, span and placeholder only: an unkeyed digest of a phone or record number could be

@@ -71,6 +71,13 @@ def test_offline_engine_writes_an_extractive_brief_that_verifies(prefect_env, at
     assert briefs.verify_brief(corpus, out["brief_id"]) == []
     persisted = events(corpus, "BRIEF_PERSISTED")
     assert persisted[-1]["seal"] == view.seal
+    with corpus.connection() as conn:  # AUD-4: every provider or model call, retrieval's included
+        stages = {r["stage"]: r for r in conn.execute(
+            "SELECT stage, provider, outcome, input_digest, flow_run_id FROM forum.provider_calls WHERE brief_id = %s",
+            (out["brief_id"],))}
+    assert {"retrieval.bm25:technical", "retrieval.dense:technical", "retrieval.fusion:technical",
+            "retrieval.rerank:technical", "draft:technical#1", "synthesis"} <= set(stages)
+    assert all(r["outcome"] == "ok" and len(r["input_digest"]) == 64 and r["flow_run_id"] for r in stages.values())
 
 
 def test_a_question_with_nothing_relevant_gets_insufficient_evidence(prefect_env, atlas_env, corpus):
