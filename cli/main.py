@@ -13,15 +13,19 @@ import warnings
 
 from forum_atlas.cli import commands
 
-# Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout for
-# the temporary Prefect server that the first flow of a process starts when no PREFECT_API_URL is set.
-for _key, _value in {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "DO_NOT_TRACK": "1",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-}.items():
-    os.environ.setdefault(_key, _value)
+
+def _prefect_defaults(verbose: bool) -> None:
+    """Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout
+    for the temporary Prefect server that the first flow of a process starts when no PREFECT_API_URL
+    is set. Prefect's own log lines (a failed run's traceback among them) only with --verbose: a
+    failed command prints one line. Set before any handler imports Prefect, which reads them once."""
+    for key, value in {
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        "PREFECT_LOGGING_LEVEL": "INFO" if verbose else "CRITICAL",
+    }.items():
+        os.environ.setdefault(key, value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     args = build_parser().parse_args(argv)
+    _prefect_defaults(args.verbose)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.handler(args) or 0)
@@ -44,8 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a clear one-line error for humans; --verbose shows the traceback
         if args.verbose:
             raise
-        print(f"atlas: error: {exc}", file=sys.stderr)
+        print(f"atlas: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: Exception) -> str:
+    """The error in one line: a pydantic validation error as "field: problem; …"."""
+    errors = getattr(exc, "errors", None)
+    if type(exc).__name__ == "ValidationError" and callable(errors):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in errors())
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,35 @@
+"""A failed command prints one line — no Prefect traceback — unless --verbose asks for it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def atlas(tmp_path, *args):
+    env = {**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data"), "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_LOGGING_LEVEL", None)  # the command's own default, not the test session's
+    env.pop("PREFECT_API_URL", None)
+    return subprocess.run([sys.executable, "-m", "forum_atlas.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_a_failing_flow_prints_one_line_and_verbose_shows_the_traceback(tmp_path, database_url):
+    os.environ["ATLAS_DATABASE_URL"] = database_url
+    try:
+        quiet = atlas(tmp_path, "ingest", str(tmp_path / "missing.jsonl"))
+        loud = atlas(tmp_path, "-v", "ingest", str(tmp_path / "missing.jsonl"))
+    finally:
+        del os.environ["ATLAS_DATABASE_URL"]
+    assert quiet.returncode == 1
+    lines = [line for line in quiet.stderr.splitlines() if line.strip() and "XDG_RUNTIME_DIR" not in line
+             and "user_runtime_dir" not in line]
+    assert lines == [f"atlas: error: {tmp_path / 'missing.jsonl'}: no such file or folder"], quiet.stderr
+    assert loud.returncode != 0 and "Traceback" in loud.stderr
+
+
+def test_a_bad_parameter_is_one_readable_line(tmp_path):
+    done = atlas(tmp_path, "ask", "x")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == "atlas: error: question: String should have at least 3 characters"
