@@ -13,6 +13,7 @@ from pathlib import Path
 import platformdirs
 
 APP_NAME = "forum-atlas"
+DEFAULT_MAX_RECORD_BYTES = 5 * 1024 * 1024   # per record: UTF-8 bytes of title + text
 
 
 def default_data_dir() -> Path:
@@ -38,12 +39,13 @@ class Settings:
     llm_model: str = "gpt-4o-mini"
     support_verifier: str = "rules"   # rules (deterministic, offline) or openai (LLM-backed, may abstain)
     bm25_kernel: bool = True   # False (ATLAS_BM25_KERNEL=off): drop the atlas_bm25 extension, PL/pgSQL answers
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES   # ATLAS_MAX_RECORD_BYTES; larger records are refused at validation
 
     @property
     def pgdata(self) -> Path:
         return self.data_dir / "pgdata"
 
-    def with_overrides(self, **changes: object) -> "Settings":
+    def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
@@ -62,4 +64,5 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         llm_model=env.get("ATLAS_LLM_MODEL", base.llm_model),
         support_verifier=env.get("ATLAS_SUPPORT_VERIFIER", base.support_verifier),
         bm25_kernel=env.get("ATLAS_BM25_KERNEL", "auto").strip().lower() != "off",
+        max_record_bytes=int(env.get("ATLAS_MAX_RECORD_BYTES") or base.max_record_bytes),
     )

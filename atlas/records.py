@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,11 +67,18 @@ class Record:
     withdrawn: bool = False
     superseded: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Identity of a version: the title and text, nothing else. Computed once, at construction
+    # (chunking asks for it once per chunk; re-hashing a 4 MB text per chunk made chunking quadratic).
+    content_hash: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def content_hash(self) -> str:
-        """Identity of a version: the title and text, nothing else."""
-        return hashlib.sha256(f"{self.title}\x1f{self.text}".encode("utf-8")).hexdigest()
+    def __post_init__(self) -> None:
+        if not isinstance(self.title, str) or not isinstance(self.text, str):
+            raise TypeError(f"record {self.external_id!r}: title and text must be strings")
+        digest = hashlib.sha256()
+        digest.update(self.title.encode("utf-8"))
+        digest.update(b"\x1f")
+        digest.update(self.text.encode("utf-8"))
+        object.__setattr__(self, "content_hash", digest.hexdigest())
 
 
 def _decode(data: bytes, where: str) -> str:
@@ -117,9 +124,11 @@ def _jsonl_row(obj: dict[str, Any], fmt: Format, default_source: SourceInfo | No
         source_cols = _source_columns(nested, default_source)
     sector = obj.get("sector") or source_cols.pop("source_sector", None) or "general"
     source_cols.pop("source_sector", None)
+    title = obj.get("title")
     return {
-        "external_id": None if ext_id is None else str(ext_id),
-        "title": obj.get("title") or "",
+        # As the file gave them: a number or an object where text belongs is refused by validation.
+        "external_id": ext_id,
+        "title": "" if title is None else title,
         "text": text,
         "url": obj.get("url"),
         "published_at": obj.get("published_at"),
@@ -200,7 +209,7 @@ def _title_of(text: str, fallback: str) -> str:
 
 def _folder_row(name: str, path: Path, source: SourceInfo) -> dict[str, Any]:
     text = _decode(Path(path).read_bytes(), name)
-    mtime = datetime.fromtimestamp(Path(path).stat().st_mtime, tz=timezone.utc).isoformat()
+    mtime = datetime.fromtimestamp(Path(path).stat().st_mtime, tz=UTC).isoformat()
     return {
         "origin": name, "external_id": name, "title": _title_of(text, Path(name).stem), "text": text, "url": None,
         "published_at": mtime, "sector": source.sector,
@@ -228,6 +237,27 @@ def load_rows(batch: RawBatch, source: SourceInfo | None = None) -> list[dict[st
     return rows
 
 
+def scan_ids(path: Path, fmt: Format) -> list[tuple[str, Any]]:
+    """(origin, id) of every JSONL/BEIR line, in file order, for the run-wide uniqueness check.
+
+    A folder needs none (its ids are relative file names, unique by construction). Lines that do
+    not decode or parse are skipped here: the batch that holds them reports them.
+    """
+    if fmt == "folder":
+        return []
+    key = "_id" if fmt == "beir" else "id"
+    entries = []
+    for batch in iter_raw(path, fmt, batch_size=10_000):
+        for line_no, raw in batch.items:
+            try:
+                obj = json.loads(raw)
+            except (ValueError, TypeError):
+                continue
+            if isinstance(obj, dict) and obj.get(key) is not None:
+                entries.append((f"{batch.name}:{line_no}", obj[key]))
+    return entries
+
+
 def detect_format(path: Path) -> Format:
     path = Path(path)
     if path.is_dir():
@@ -245,7 +275,7 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
     # dateutil, the same parser great-expectations uses to judge "parseable".
     parsed = value if isinstance(value, datetime) else dateutil.parser.parse(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def to_records(rows: list[dict[str, Any]]) -> list[Record]:

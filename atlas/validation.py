@@ -4,17 +4,39 @@ One expectation suite for every ingested batch. A failing batch produces a `Vali
 names each failing row (by its origin, e.g. `corpus.jsonl:17`, and id), the expectation it failed
 and the offending value. great-expectations takes seconds to import, so it is imported on first use
 and its context is built once per process.
+
+Besides completeness and ranges, the suite refuses what the writer would otherwise choke on: a
+non-string where text belongs, NUL characters (PostgreSQL text cannot hold them), lone surrogates
+(text that cannot be encoded as UTF-8), a record larger than `max_record_bytes` (UTF-8 bytes of
+title + text), and a publication date more than `FUTURE_TOLERANCE` (1 day) after the run's start.
+Ids must be unique across the whole input of a run: `validate_unique_ids` checks that before any
+batch is written, so the outcome does not depend on the batch size.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from forum_atlas.config import DEFAULT_MAX_RECORD_BYTES
+from forum_atlas.records import parse_timestamp
+
 URL_PATTERN = r"^https?://[^\s/?#]+\.[^\s]*$"
 SCORES = [1, 2, 3, 4, 5]
+# Publication dates later than the run's start plus this are refused (search rules them out anyway).
+FUTURE_TOLERANCE = timedelta(days=1)
+# Columns that must hold text (or be missing): the writer stores them as PostgreSQL text.
+STRING_COLUMNS = ("external_id", "title", "text", "source_name", "source_licence", "url", "source_url", "sector")
+NUL_PATTERN = r"\x00"
+SURROGATE_PATTERN = r"[\ud800-\udfff]"   # json decodes a valid pair to one code point: any left is lone
+_NUL, _SURROGATE = re.compile(NUL_PATTERN), re.compile(SURROGATE_PATTERN)
+# Derived columns, reported under the input column they are computed from.
+_DERIVED = {"content_bytes": "text", "published_at_utc": "published_at"}
 
 
 @dataclass(frozen=True)
@@ -24,6 +46,7 @@ class Failure:
     expectation: str
     column: str
     value: Any
+    detail: str = ""
 
 
 @dataclass
@@ -31,6 +54,7 @@ class ValidationReport:
     rows: int
     expectations: int
     failures: list[Failure] = field(default_factory=list)
+    scope: str = "batch"   # "run" for the run-wide id check, which runs before anything is written
 
     @property
     def success(self) -> bool:
@@ -43,25 +67,37 @@ class ValidationReport:
     def as_text(self) -> str:
         if self.success:
             return f"{self.rows} rows passed {self.expectations} expectations"
-        lines = [f"{len(self.failed_origins)} of {self.rows} rows failed validation; nothing from this batch was written:"]
+        lines = [f"{len(self.failed_origins)} of {self.rows} rows failed validation; nothing from this {self.scope} was written:"]
         for f in sorted(self.failures, key=lambda f: (_origin_sort_key(f.origin), f.expectation)):
-            lines.append(f"  {f.origin} (id {f.external_id!s}): {f.expectation} on {f.column} — got {f.value!r}")
+            detail = f" ({f.detail})" if f.detail else ""
+            lines.append(f"  {f.origin} (id {_shown(f.external_id, bare=True)}): {f.expectation} on {f.column} — "
+                         f"got {_shown(f.value)}{detail}")
         return "\n".join(lines)
 
     def as_markdown(self) -> str:
         if self.success:
             return f"**Validation passed**: {self.rows} rows, {self.expectations} expectations."
         rows = "\n".join(
-            f"| {f.origin} | {f.external_id} | {f.expectation} | {f.column} | `{f.value!r}` |" for f in self.failures
+            f"| {f.origin} | {_shown(f.external_id, bare=True)} | {f.expectation} | {f.column} | `{_shown(f.value)}` "
+            f"| {f.detail} |" for f in self.failures
         )
         return (f"**Validation failed**: {len(self.failed_origins)} of {self.rows} rows; nothing written.\n\n"
-                "| row | id | expectation | column | value |\n|---|---|---|---|---|\n" + rows)
+                "| row | id | expectation | column | value | detail |\n|---|---|---|---|---|---|\n" + rows)
 
 
 class BatchValidationError(ValueError):
     def __init__(self, report: ValidationReport):
         super().__init__(report.as_text())
         self.report = report
+
+
+def _shown(value: Any, *, bare: bool = False, limit: int = 80) -> str:
+    """A value for a message: repr (or str), cut short so a 10 MB text never lands in a report."""
+    text = str(value) if bare and isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        size = f"{len(value):,} chars" if isinstance(value, str) else type(value).__name__
+        text = f"{text[:limit]}… ({size})"
+    return text.replace("|", "\\|")
 
 
 def _origin_sort_key(origin: str) -> tuple:
@@ -99,33 +135,95 @@ def _validator() -> tuple[Any, Any]:
         e.ExpectColumnValuesToBeDateutilParseable(column="published_at"),
         e.ExpectColumnValuesToMatchRegex(column="url", regex=URL_PATTERN),
         e.ExpectColumnValuesToMatchRegex(column="source_url", regex=URL_PATTERN),
+        *(e.ExpectColumnValuesToBeOfType(column=c, type_="str") for c in STRING_COLUMNS),
+        *(e.ExpectColumnValuesToNotMatchRegex(column=c, regex=NUL_PATTERN) for c in (*STRING_COLUMNS, "published_at")),
+        *(e.ExpectColumnValuesToNotMatchRegex(column=c, regex=SURROGATE_PATTERN) for c in (*STRING_COLUMNS, "published_at")),
+        e.ExpectColumnValuesToBeBetween(column="content_bytes", min_value=0, max_value={"$PARAMETER": "max_record_bytes"}),
+        e.ExpectColumnValuesToBeBetween(column="published_at_utc", max_value={"$PARAMETER": "latest_published_at"}),
     ):
         suite.add_expectation(expectation)
     return batch_definition, suite
 
 
+@lru_cache(maxsize=1)
+def _id_suite() -> Any:
+    import great_expectations as gx
+
+    suite = gx.ExpectationSuite("atlas_ingest_run_ids")
+    suite.add_expectation(gx.expectations.ExpectColumnValuesToBeUnique(column="external_id"))
+    return suite
+
+
+def _content_bytes(row: dict[str, Any]) -> int | None:
+    title, text = row.get("title"), row.get("text")
+    if not isinstance(text, str) or not isinstance(title, str):
+        return None   # the type check reports it
+    return len(title.encode("utf-8", "surrogatepass")) + len(text.encode("utf-8", "surrogatepass"))
+
+
+def _published_utc(value: Any) -> datetime | None:
+    try:
+        parsed = parse_timestamp(value)
+    except (ValueError, OverflowError, TypeError):
+        return None   # the parseable check reports it
+    if parsed is None:
+        return None
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:   # e.g. 9999-12-31T23:00-05:00
+        return datetime.max.replace(tzinfo=UTC) if parsed.year > 2000 else datetime.min.replace(tzinfo=UTC)
+
+
 def _frame(rows: list[dict[str, Any]]):
     import pandas as pd
 
-    def as_text(value: Any) -> Any:
-        # A number where text belongs is caught by the regex checks rather than crashing them;
-        # missing stays missing.
-        return value if value is None or isinstance(value, str) else str(value)
-
-    text_columns = ("text", "title", "source_name", "source_licence", "url", "source_url", "published_at", "external_id")
-    frame = pd.DataFrame({c: [as_text(r.get(c)) for r in rows] for c in text_columns})
+    # Values exactly as read (object dtype, so a number or an object where text belongs stays one and
+    # is named by the type check); missing stays missing.
+    frame = pd.DataFrame({c: pd.Series([r.get(c) for r in rows], dtype=object) for c in STRING_COLUMNS})
+    frame["published_at"] = pd.Series(
+        [v if v is None or isinstance(v, str) else str(v) for v in (r.get("published_at") for r in rows)], dtype=object)
     for column in ("source_importance", "source_quality"):
         frame[column] = pd.Series([r.get(column) for r in rows], dtype=object)
+    frame["content_bytes"] = pd.Series([_content_bytes(r) for r in rows], dtype=object)
+    frame["published_at_utc"] = pd.Series([_published_utc(r.get("published_at")) for r in rows], dtype=object)
     return frame
 
 
-def validate_rows(rows: list[dict[str, Any]]) -> ValidationReport:
-    """Validate one raw batch; never raises for bad data, only reports it."""
+def _detail(expectation: str, kwargs: dict, value: Any, limits: dict[str, Any]) -> str:
+    if expectation == "expect_column_values_to_be_of_type":
+        return f"a JSON {type(value).__name__} where text is required"
+    if expectation == "expect_column_values_to_not_match_regex" and isinstance(value, str):
+        found = (_NUL if kwargs.get("regex") == NUL_PATTERN else _SURROGATE).search(value)
+        if found is None:
+            return ""
+        if kwargs.get("regex") == NUL_PATTERN:
+            return f"NUL character at position {found.start()}; PostgreSQL text cannot store it"
+        return f"lone surrogate U+{ord(found.group()):04X} at position {found.start()}; not encodable as UTF-8"
+    if kwargs.get("column") == "content_bytes":
+        return (f"{value:,} bytes of title + text; the limit is {limits['max_record_bytes']:,} bytes "
+                "(raise it with ATLAS_MAX_RECORD_BYTES or the ingest flow's max_record_bytes)")
+    if kwargs.get("column") == "published_at_utc":
+        return (f"publication dates more than {FUTURE_TOLERANCE.days} day after the run's start "
+                f"({limits['run_started'].isoformat(timespec='seconds')}) are refused")
+    return ""
+
+
+def validate_rows(rows: list[dict[str, Any]], *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+                  run_started: datetime | None = None) -> ValidationReport:
+    """Validate one raw batch; never raises for bad data, only reports it.
+
+    `run_started` anchors the future-date tolerance (default: now), so every batch of a run is
+    judged against the same instant.
+    """
     if not rows:
         return ValidationReport(rows=0, expectations=0)
+    run_started = (run_started or datetime.now(UTC)).astimezone(UTC)
+    limits = {"max_record_bytes": int(max_record_bytes), "run_started": run_started,
+              "latest_published_at": run_started + FUTURE_TOLERANCE}
     batch_definition, suite = _validator()
     frame = _frame(rows)
-    result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(suite, result_format="COMPLETE")
+    result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(
+        suite, result_format="COMPLETE", expectation_parameters={k: limits[k] for k in ("max_record_bytes", "latest_published_at")})
     report = ValidationReport(rows=len(rows), expectations=len(suite.expectations))
     for outcome in result.results:
         if outcome.success:
@@ -137,12 +235,46 @@ def validate_rows(rows: list[dict[str, Any]]) -> ValidationReport:
             indexes = list(range(len(rows)))
         for index in indexes:
             row = rows[int(index)]
-            report.failures.append(Failure(row["origin"], row.get("external_id"), config.type, column, row.get(column)))
+            shown_column = _DERIVED.get(column, column)
+            value = frame.at[int(index), column] if column == "content_bytes" else row.get(shown_column)
+            report.failures.append(Failure(row["origin"], row.get("external_id"), config.type, shown_column, value,
+                                           _detail(config.type, config.kwargs, value, limits)))
     return report
 
 
-def require_valid(rows: list[dict[str, Any]]) -> ValidationReport:
-    report = validate_rows(rows)
+def validate_unique_ids(entries: list[tuple[str, Any]]) -> ValidationReport:
+    """Ids must be unique across the whole input of a run, not only within a batch.
+
+    `entries` is (origin, id) for every row of the input (`records.scan_ids`). Checked before any
+    batch is written, so a repeated id fails the same way whatever the batch size.
+    """
+    if not entries:
+        return ValidationReport(rows=0, expectations=0)
+    import pandas as pd
+
+    batch_definition, _ = _validator()
+    suite = _id_suite()
+    frame = pd.DataFrame({"external_id": pd.Series([e[1] for e in entries], dtype=object)})
+    result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(suite, result_format="COMPLETE")
+    report = ValidationReport(rows=len(entries), expectations=len(suite.expectations), scope="run")
+    where: dict[str, list[str]] = defaultdict(list)
+    for origin, ext_id in entries:
+        where[repr(ext_id)].append(origin)
+    for outcome in result.results:
+        if outcome.success:
+            continue
+        for index in outcome.result.get("unexpected_index_list") or []:
+            origin, ext_id = entries[int(index)]
+            others = [o for o in where[repr(ext_id)] if o != origin]
+            report.failures.append(Failure(
+                origin, ext_id, outcome.expectation_config.type, "external_id", ext_id,
+                f"the same id is also at {', '.join(others[:5])}{' …' if len(others) > 5 else ''}; "
+                "ids must be unique across the whole input of a run, not only within a batch"))
+    return report
+
+
+def require_valid(rows: list[dict[str, Any]], **limits: Any) -> ValidationReport:
+    report = validate_rows(rows, **limits)
     if not report.success:
         raise BatchValidationError(report)
     return report

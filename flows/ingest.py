@@ -4,12 +4,14 @@ Per batch: load → validate → (skip stored content) → chunk → embed → w
 HNSW index is built and the BM25 posting blocks the batches added are merged. Batches stream, so
 memory does not grow with the corpus; each write is one transaction, submitted so that the database
 writes batch n while Python prepares batch n+1. A failing batch writes nothing and stops the run;
-a re-run skips what earlier runs stored.
+a re-run skips what earlier runs stored. Before the first batch, the ids of the whole input are
+checked for repeats, so the outcome never depends on `batch_size`.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -25,6 +27,7 @@ from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.ingest import (
     begin_load,
     build_index,
+    check_unique_ids,
     chunk_batch,
     compact_postings,
     embed_batch,
@@ -60,9 +63,14 @@ def ingest(
     database_block: str | None = None,
     providers_block: str | None = None,
     progress_bar: bool = False,
+    max_record_bytes: Annotated[int, Field(ge=1)] | None = None,
 ) -> dict:
+    """`max_record_bytes` (default: ATLAS_MAX_RECORD_BYTES, else 5 MiB) caps the UTF-8 bytes of one
+    record's title + text; larger records fail validation with their file:line."""
     started = time.perf_counter()
-    settings = resolve_settings(database_block, providers_block).with_overrides(embedder=embedder)
+    run_started = datetime.now(UTC)   # anchors the future-date tolerance for every batch
+    settings = resolve_settings(database_block, providers_block).with_overrides(
+        embedder=embedder, max_record_bytes=max_record_bytes)
     options = ChunkingOptions(max_chars=chunk_chars, overlap_chars=overlap_chars)
     input_path = Path(path)
     if not input_path.exists():
@@ -72,6 +80,7 @@ def ingest(
     total_bytes = sum(p.stat().st_size for p in input_path.rglob("*") if p.is_file()) if input_path.is_dir() else input_path.stat().st_size
 
     run_id = flow_run_id()
+    check_unique_ids(input_path, fmt)
     model = begin_load(settings, total_bytes, index_mode)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
     bar = _ProgressBar(total_bytes) if progress_bar else None
@@ -79,7 +88,7 @@ def ingest(
     totals, rows_seen, pending = WriteResult(), 0, None
     try:
         for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size), start=1):
-            batch = validate_batch(load_batch(BatchInFlight(number, raw), source_info))
+            batch = validate_batch(load_batch(BatchInFlight(number, raw), source_info), settings.max_record_bytes, run_started)
             batch = embed_batch(settings, chunk_batch(skip_stored(settings, batch), options))
             rows_seen += len(batch.rows)
             if pending is not None:

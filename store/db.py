@@ -36,9 +36,22 @@ def resolve_url(settings: Settings) -> str:
     return pgserver.embedded_url(settings.pgdata)
 
 
+_VECTOR_LOCK_KEY = 0x466F72756C  # beside the migrations' and the kernel's locks
+
+
+def ensure_vector(conn: psycopg.Connection) -> str:
+    """Create pgvector if it is missing and return its version. Serialised on an advisory lock:
+    two first opens at once would otherwise both try to create it and one would fail on the
+    catalog's unique index."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_VECTOR_LOCK_KEY,))
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return row["extversion"] if isinstance(row, dict) else row[0]
+
+
 def _configure(conn: psycopg.Connection) -> None:
-    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    conn.commit()
+    # Database.open created the extension before opening the pool.
     register_vector(conn)
 
 
@@ -54,8 +67,7 @@ class Database:
         settings = settings or settings_from_env()
         url = resolve_url(settings)
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            version = ensure_vector(conn)
             if tuple(int(p) for p in version.split(".")[:2]) < MIN_PGVECTOR:
                 raise DatabaseError(f"pgvector {version} is too old; Forum Atlas needs >= 0.5")
             kernel = None
@@ -126,7 +138,7 @@ def install_kernel(settings: Settings, *, force: bool = False) -> native.KernelS
     """`atlas db install-kernel`: migrate, then build and install the BM25 extension (or update it,
     or remove it when ATLAS_BM25_KERNEL=off) — explicitly, not as a first open's automatic install."""
     with psycopg.connect(resolve_url(settings), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        ensure_vector(conn)
         migrations.apply_pending(conn)
         return native.install_kernel(conn, enabled=settings.bm25_kernel, force=force)
 
@@ -165,6 +177,83 @@ def verify_events(conn: psycopg.Connection) -> tuple[list[dict[str, Any]], int]:
     cur = conn.cursor(row_factory=dict_row)
     problems = cur.execute("SELECT * FROM forum.verify_event_chain()").fetchall()
     return problems, cur.execute("SELECT count(*) AS n FROM forum.events").fetchone()["n"]
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    """The last event of the audit log: kept outside the database, it anchors the whole chain."""
+
+    event_id: int
+    row_hash: str
+
+    def __str__(self) -> str:
+        return f"{self.event_id}:{self.row_hash}"
+
+    @classmethod
+    def parse(cls, text: str) -> "ChainHead":
+        """`ID:HASH` (as `atlas audit head` prints it) or a bare `HASH` (a ChainHead with event_id 0)."""
+        text = text.strip()
+        ident, _, digest = text.rpartition(":")
+        digest = digest.lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError(f"not a chain head: {text!r} (expected ID:HASH or HASH, HASH being 64 hex digits)")
+        if ident and not ident.isdigit():
+            raise ValueError(f"not a chain head: {text!r} (the event id before ':' must be a number)")
+        return cls(int(ident) if ident else 0, digest)
+
+
+def chain_head(conn: psycopg.Connection) -> ChainHead | None:
+    """The audit log's last event (None when the log is empty)."""
+    row = conn.cursor(row_factory=dict_row).execute(
+        "SELECT event_id, row_hash FROM forum.events ORDER BY event_id DESC LIMIT 1").fetchone()
+    return ChainHead(row["event_id"], row["row_hash"]) if row else None
+
+
+@dataclass
+class AuditReport:
+    """`atlas audit verify`: the hash chain, the digests of protected rows, and an exported head."""
+
+    events: int
+    chain: list[dict[str, Any]]      # event_id, problem
+    content: list[dict[str, Any]]    # table_name, row_id, event_id, problem
+    content_rows: int
+    head: ChainHead | None = None    # the exported head checked, if any
+    head_problem: str | None = None
+
+    @property
+    def intact(self) -> bool:
+        return not self.chain and not self.content and self.head_problem is None
+
+
+def check_head(conn: psycopg.Connection, head: ChainHead) -> str | None:
+    """None when the chain still reaches the exported head, else what is wrong. The chain itself is
+    verified separately: a head that is still there, on a chain that verifies, vouches for every
+    event up to it."""
+    cur = conn.cursor(row_factory=dict_row)
+    if head.event_id:
+        row = cur.execute("SELECT row_hash FROM forum.events WHERE event_id = %s", (head.event_id,)).fetchone()
+        if row is None:
+            last = chain_head(conn)
+            return (f"event {head.event_id} of the exported head is missing (the log now ends at "
+                    f"{last.event_id if last else 'nothing'}): events were deleted")
+        if row["row_hash"] != head.row_hash:
+            return (f"event {head.event_id} no longer has the exported head's row_hash: the chain up to it "
+                    "was rewritten")
+        return None
+    if cur.execute("SELECT 1 FROM forum.events WHERE row_hash = %s", (head.row_hash,)).fetchone() is None:
+        return "no event has the exported head's row_hash: events were deleted or the chain was rewritten"
+    return None
+
+
+def verify_audit(conn: psycopg.Connection, head: ChainHead | None = None) -> AuditReport:
+    chain, total = verify_events(conn)
+    cur = conn.cursor(row_factory=dict_row)
+    content = cur.execute("SELECT * FROM forum.verify_content_digests()").fetchall()
+    rows = cur.execute("SELECT count(*) AS n FROM forum.content_digests").fetchone()["n"]
+    report = AuditReport(events=total, chain=chain, content=content, content_rows=rows, head=head)
+    if head is not None:
+        report.head_problem = check_head(conn, head)
+    return report
 
 
 def _redact(url: str) -> str:

@@ -20,6 +20,7 @@ from forum_atlas.forecasting.lane import LaneQuestion, series_frequency
 from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
 from forum_atlas.series.connectors.base import FetchedVintage
 from forum_atlas.series.connectors.file import FileConnector
+from forum_atlas.series.coverage import coverage_error, uncovered_dates
 from forum_atlas.series.parsing import Observation
 from forum_atlas.series.registry import series_info
 from forum_atlas.store.db import Database, record_event
@@ -27,31 +28,73 @@ from forum_atlas.store.db import Database, record_event
 # ---------------------------------------------------------------- series and vintages
 
 
-def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage) -> tuple[int, bool]:
+def _vintage_dates(conn: psycopg.Connection, vintage_id: int) -> list[date]:
+    cursor = conn.cursor(row_factory=tuple_row)
+    return [r[0] for r in cursor.execute(
+        "SELECT observation_date FROM forum.series_observations WHERE vintage_id = %s", (vintage_id,))]
+
+
+def check_coverage(conn: psycopg.Connection, fetched: FetchedVintage) -> None:
+    """FC-10: refuse a full vintage that lacks a date of the full vintage before it (by fetched_at), or
+    has a date the full vintage after it lacks. The database checks the same at commit
+    (sql/031_vintage_coverage.sql); this is the same rule, with the readable message."""
+    observations = fetched.series.observations
+    before = conn.execute(
+        """SELECT vintage_id, label FROM forum.series_vintages
+            WHERE series_id = %s AND NOT partial AND fetched_at <= %s
+            ORDER BY fetched_at DESC, vintage_id DESC LIMIT 1""",
+        (fetched.series_id, fetched.fetched_at),
+    ).fetchone()
+    if before is not None:
+        lacking = uncovered_dates(_vintage_dates(conn, before["vintage_id"]), observations)
+        if lacking:
+            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=before["label"],
+                                 other_id=before["vintage_id"])
+    after = conn.execute(
+        """SELECT vintage_id, label FROM forum.series_vintages
+            WHERE series_id = %s AND NOT partial AND fetched_at > %s
+            ORDER BY fetched_at, vintage_id LIMIT 1""",
+        (fetched.series_id, fetched.fetched_at),
+    ).fetchone()
+    if after is not None:
+        lacking = uncovered_dates([o.observation_date for o in observations], _vintage_dates(conn, after["vintage_id"]))
+        if lacking:
+            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
+                                 other_id=after["vintage_id"], later=True)
+
+
+def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, partial: bool = False) -> tuple[int, bool]:
     """Store a fetched vintage; the same content stored before is the same vintage.
-    Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry."""
+    Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry, and
+    VintageCoverageError for a full vintage that covers less than its neighbours (FC-10) — with
+    `partial`, such a file is stored as partial instead: kept, listed, never the newest vintage."""
     info = series_info(fetched.series_id)
     conn.execute(
         """INSERT INTO forum.series (series_id, title, frequency, units, publisher, citation)
            VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (series_id) DO NOTHING""",
         (info.series_id, info.title, info.frequency, info.units, info.publisher, info.citation),
     )
+    # one writer of a series' vintages at a time, so two loads cannot each pass the coverage check
+    conn.execute("SELECT 1 FROM forum.series WHERE series_id = %s FOR UPDATE", (fetched.series_id,))
+    existing = conn.execute(
+        "SELECT vintage_id FROM forum.series_vintages WHERE series_id = %s AND content_hash = %s",
+        (fetched.series_id, fetched.content_hash),
+    ).fetchone()
+    if existing is not None:
+        return existing["vintage_id"], False
+    if not partial:
+        check_coverage(conn, fetched)
     observations = fetched.series.observations
     row = conn.execute(
         """INSERT INTO forum.series_vintages
-             (series_id, label, fetched_at, connector, origin, content_hash, row_count, first_date, last_date)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-           ON CONFLICT (series_id, content_hash) DO NOTHING RETURNING vintage_id""",
+             (series_id, label, fetched_at, connector, origin, content_hash, row_count, first_date, last_date,
+              partial)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+           RETURNING vintage_id""",
         (fetched.series_id, fetched.label, fetched.fetched_at, fetched.connector, fetched.origin,
          fetched.content_hash, len(observations), observations[0].observation_date,
-         observations[-1].observation_date),
+         observations[-1].observation_date, partial),
     ).fetchone()
-    if row is None:
-        existing = conn.execute(
-            "SELECT vintage_id FROM forum.series_vintages WHERE series_id = %s AND content_hash = %s",
-            (fetched.series_id, fetched.content_hash),
-        ).fetchone()
-        return existing["vintage_id"], False
     vintage_id = row["vintage_id"]
     with conn.cursor().copy(
         "COPY forum.series_observations (vintage_id, observation_date, value) FROM STDIN"
@@ -61,7 +104,8 @@ def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage) -> tuple[in
     record_event(conn, "SERIES_VINTAGE_STORED", {
         "vintage_id": vintage_id, "series_id": fetched.series_id, "label": fetched.label,
         "content_hash": fetched.content_hash, "rows": len(observations), "origin": fetched.origin,
-        "missing": [d.isoformat() for d in fetched.series.missing_dates],
+        "missing": [d.isoformat() for d in fetched.series.missing_dates], "partial": partial,
+        "fetched_at": fetched.fetched_at.isoformat(),
     })
     return vintage_id, True
 
@@ -69,7 +113,7 @@ def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage) -> tuple[in
 def list_vintages(conn: psycopg.Connection, series_id: str | None = None) -> list[dict[str, Any]]:
     return conn.execute(
         """SELECT v.vintage_id, v.series_id, v.label, v.fetched_at, v.connector, v.content_hash, v.row_count,
-                  v.first_date, v.last_date,
+                  v.first_date, v.last_date, v.partial,
                   (SELECT count(*) FROM forum.series_observations o
                     WHERE o.vintage_id = v.vintage_id AND o.value IS NULL) AS missing
              FROM forum.series_vintages v
@@ -84,13 +128,9 @@ def get_vintage(conn: psycopg.Connection, vintage_id: int) -> dict[str, Any] | N
 
 
 def latest_vintage(conn: psycopg.Connection, series_id: str, *, as_of: datetime | None = None) -> dict | None:
-    """The newest vintage of a series fetched no later than `as_of` (default: any time)."""
-    return conn.execute(
-        """SELECT * FROM forum.series_vintages
-            WHERE series_id = %s AND (%s::timestamptz IS NULL OR fetched_at <= %s::timestamptz)
-            ORDER BY fetched_at DESC, vintage_id DESC LIMIT 1""",
-        (series_id, as_of, as_of),
-    ).fetchone()
+    """The newest full vintage of a series fetched no later than `as_of` (default: any time); a partial
+    vintage is never the newest (FC-10)."""
+    return conn.execute("SELECT * FROM forum.newest_vintage(%s, %s)", (series_id, as_of)).fetchone()
 
 
 def vintage_observations(conn: psycopg.Connection, vintage_id: int) -> list[Observation]:
@@ -122,18 +162,23 @@ def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageDa
 
 
 def load_series_files(db: Database, paths: Sequence[Path | str], *, fetched_at: datetime | None = None,
-                      label: str | None = None) -> list[dict[str, Any]]:
-    """Parse every file first (a garbage row or an unknown series refuses the whole load), then store
-    them in one transaction; content stored before is recognised and not stored again."""
+                      label: str | None = None, partial: bool = False) -> list[dict[str, Any]]:
+    """Parse every file first (a garbage row, an unknown series or a file without a download time
+    refuses the whole load), then store them in one transaction; content stored before is recognised
+    and not stored again. A file covering less than the vintage before it refuses the whole load
+    (VintageCoverageError) unless `partial`: then every file is stored as partial (FC-10)."""
     fetched = [FileConnector(p, label=label, fetched_at=fetched_at).read(Path(p)) for p in paths]
     for vintage in fetched:
         series_info(vintage.series_id)
     results = []
     with db.transaction() as conn:
         for vintage in fetched:
-            vintage_id, created = store_vintage(conn, vintage)
+            vintage_id, created = store_vintage(conn, vintage, partial=partial)
+            stored_partial = conn.execute("SELECT partial FROM forum.series_vintages WHERE vintage_id = %s",
+                                          (vintage_id,)).fetchone()["partial"]
             results.append({"series_id": vintage.series_id, "label": vintage.label, "vintage_id": vintage_id,
-                            "created": created, "rows": len(vintage.series.observations),
+                            "created": created, "partial": stored_partial,
+                            "fetched_at": vintage.fetched_at, "rows": len(vintage.series.observations),
                             "missing": len(vintage.series.missing_dates), "content_hash": vintage.content_hash})
     return results
 

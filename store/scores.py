@@ -54,6 +54,9 @@ def _vintages_for(conn: psycopg.Connection, series_ids: list[str], as_of: dateti
         chosen = repo.get_vintage(conn, vintage_id)
         if chosen is None:
             raise ScoringInputError(f"vintage {vintage_id} does not exist")
+        if chosen["partial"]:
+            raise ScoringInputError(f"vintage {vintage_id} ({chosen['series_id']} {chosen['label']}) is partial: it "
+                                    "covers less than the vintage before it and is never used for resolution")
         return {chosen["series_id"]: repo.vintage_data(conn, chosen)}
     found = {}
     for series_id in series_ids:

@@ -7,6 +7,8 @@ Each batch task takes and returns the same `BatchInFlight`, filling in its next 
 from __future__ import annotations
 
 import time
+from datetime import datetime
+from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
@@ -17,10 +19,10 @@ from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.config import Settings
 from forum_atlas.embeddings import embedder_for
 from forum_atlas.ingestion import BatchInFlight, WriteResult
-from forum_atlas.records import SourceInfo, load_rows, to_records
+from forum_atlas.records import Format, SourceInfo, load_rows, scan_ids, to_records
 from forum_atlas.store import documents
 from forum_atlas.store.db import record_event, shared_database
-from forum_atlas.validation import BatchValidationError, validate_rows
+from forum_atlas.validation import BatchValidationError, ValidationReport, validate_rows, validate_unique_ids
 
 # Batches are large, short-lived values: never hash or persist them.
 ingest_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -32,13 +34,26 @@ def load_batch(batch: BatchInFlight, source: SourceInfo | None) -> BatchInFlight
     return batch
 
 
+def _refuse(report: ValidationReport, description: str) -> None:
+    create_markdown_artifact(key="ingest-validation-failure", markdown=report.as_markdown(), description=description)
+    raise BatchValidationError(report)
+
+
 @ingest_task
-def validate_batch(batch: BatchInFlight) -> BatchInFlight:
-    report = validate_rows(batch.rows)
+def check_unique_ids(path: Path, fmt: Format) -> int:
+    """Before any batch is written: ids repeat nowhere in the whole input (whatever the batch size)."""
+    entries = scan_ids(path, fmt)
+    report = validate_unique_ids(entries)
     if not report.success:
-        create_markdown_artifact(key="ingest-validation-failure", markdown=report.as_markdown(),
-                                 description=f"batch {batch.number}: rows that failed validation; nothing was written")
-        raise BatchValidationError(report)
+        _refuse(report, "ids repeated within the input; nothing from this run was written")
+    return len(entries)
+
+
+@ingest_task
+def validate_batch(batch: BatchInFlight, max_record_bytes: int, run_started: datetime) -> BatchInFlight:
+    report = validate_rows(batch.rows, max_record_bytes=max_record_bytes, run_started=run_started)
+    if not report.success:
+        _refuse(report, f"batch {batch.number}: rows that failed validation; nothing was written")
     batch.records = to_records(batch.rows)
     return batch
 

@@ -1,4 +1,4 @@
-"""`atlas db status|migrate|install-kernel` and `atlas audit verify`."""
+"""`atlas db status|migrate|install-kernel` and `atlas audit verify|head`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,19 @@ def register(groups: argparse._SubParsersAction) -> None:
     kernel.set_defaults(handler=_install_kernel)
 
     audit = groups.add_parser("audit", help="audit log").add_subparsers(dest="audit_command", required=True)
-    audit.add_parser("verify", help="recompute the audit log's hash chain").set_defaults(handler=_verify)
+    verify = audit.add_parser(
+        "verify", help="recompute the audit log's hash chain and the digests of chunks, scores and vintages",
+        description="Recomputes the audit log's hash chain, and the content digest of every protected row "
+                    "(chunks, documents, forecast scores, series vintages, evidence snapshots) against the "
+                    "digest recorded in the chain when it was written. With --head, also checks that the chain "
+                    "still reaches a head exported earlier by `atlas audit head` and kept outside the database.")
+    verify.add_argument("--head", metavar="ID:HASH",
+                        help="a chain head exported by `atlas audit head` (ID:HASH, or HASH alone)")
+    verify.set_defaults(handler=_verify)
+    head = audit.add_parser(
+        "head", help="print the audit chain's head (last event id and row_hash) to keep outside the database")
+    head.add_argument("--json", action="store_true")
+    head.set_defaults(handler=_head)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -96,13 +108,46 @@ def _install_kernel(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from forum_atlas.store.db import Database, verify_events
+    from forum_atlas.store.db import ChainHead, Database, verify_audit
+
+    head = None
+    if args.head:
+        try:
+            head = ChainHead.parse(args.head)
+        except ValueError as exc:
+            print(f"audit verify: {exc}")
+            return 1
+    with Database.open() as db, db.connection() as conn:
+        report = verify_audit(conn, head)
+    if report.chain:
+        print(table(["event_id", "problem"], [(p["event_id"], p["problem"]) for p in report.chain]))
+        print(f"audit log: {len(report.chain)} of {report.events} events fail verification")
+    else:
+        print(f"audit log: {report.events} events, hash chain intact")
+    if report.content:
+        print(table(["table", "row", "event", "problem"],
+                    [(p["table_name"], "" if p["row_id"] is None else p["row_id"],
+                      "" if p["event_id"] is None else p["event_id"], p["problem"]) for p in report.content]))
+        print(f"content digests: {len(report.content)} problems")
+    else:
+        print(f"content digests: {report.content_rows} rows match the digests anchored in the chain")
+    if head is not None:
+        where = f"event {head.event_id}" if head.event_id else "its hash"
+        print(f"exported head: {report.head_problem}" if report.head_problem
+              else f"exported head: the chain still reaches it ({where})")
+    return 0 if report.intact else 2
+
+
+def _head(args: argparse.Namespace) -> int:
+    from forum_atlas.store.db import Database, chain_head
 
     with Database.open() as db, db.connection() as conn:
-        problems, total = verify_events(conn)
-    if problems:
-        print(table(["event_id", "problem"], [(p["event_id"], p["problem"]) for p in problems]))
-        print(f"audit log: {len(problems)} of {total} events fail verification")
-        return 2
-    print(f"audit log: {total} events, hash chain intact")
+        head = chain_head(conn)
+    if head is None:
+        print("audit log is empty: no head to export")
+        return 1
+    if args.json:
+        print(json.dumps({"event_id": head.event_id, "row_hash": head.row_hash, "head": str(head)}))
+    else:
+        print(head)
     return 0

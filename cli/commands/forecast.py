@@ -41,8 +41,13 @@ def register(groups: argparse._SubParsersAction) -> None:
     series_sub = series.add_subparsers(dest="series_command", required=True)
     load = series_sub.add_parser("load", help="store FRED CSV exports as vintages (both export formats)")
     load.add_argument("paths", nargs="+", type=Path)
-    load.add_argument("--fetched-at", type=instant, help="download time (default: from the file name)")
+    load.add_argument("--fetched-at", type=instant,
+                      help="download time (default: the month in a <ID>__fred_vintage_YYYY-MM.csv name; a file "
+                           "named otherwise needs it — the file's modification time is never used)")
     load.add_argument("--label", help="vintage label (default: from the file name)")
+    load.add_argument("--partial", action="store_true",
+                      help="store files that cover fewer dates than the previous vintage as PARTIAL: kept and "
+                           "listed, never used as the newest vintage (without it such a file is refused)")
     load.set_defaults(handler=_series_load)
     listing = series_sub.add_parser("list", help="stored vintages")
     listing.add_argument("--series")
@@ -134,10 +139,12 @@ def _series_load(args: argparse.Namespace) -> int:
     from forum_atlas.store.forecasts import load_series_files
 
     with Database.open() as db:
-        results = load_series_files(db, args.paths, fetched_at=args.fetched_at, label=args.label)
-    print(table(["series", "vintage", "id", "stored", "rows", "missing", "content hash"],
+        results = load_series_files(db, args.paths, fetched_at=args.fetched_at, label=args.label,
+                                    partial=args.partial)
+    print(table(["series", "vintage", "id", "stored", "rows", "missing", "content hash", "kind", "fetched at"],
                 [(r["series_id"], r["label"], r["vintage_id"], "new" if r["created"] else "already stored",
-                  r["rows"], r["missing"], r["content_hash"][:12]) for r in results]))
+                  r["rows"], r["missing"], r["content_hash"][:12], "partial" if r["partial"] else "full",
+                  r["fetched_at"].isoformat()) for r in results]))
     return 0
 
 
@@ -147,9 +154,11 @@ def _series_list(args: argparse.Namespace) -> int:
 
     with Database.open() as db, db.connection() as conn:
         rows = list_vintages(conn, args.series)
-    print(table(["id", "series", "vintage", "fetched at", "connector", "rows", "missing", "first", "last", "hash"],
+    print(table(["id", "series", "vintage", "fetched at", "connector", "rows", "missing", "first", "last", "hash",
+                 "kind"],
                 [(r["vintage_id"], r["series_id"], r["label"], r["fetched_at"].isoformat(), r["connector"],
-                  r["row_count"], r["missing"], r["first_date"], r["last_date"], r["content_hash"][:12])
+                  r["row_count"], r["missing"], r["first_date"], r["last_date"], r["content_hash"][:12],
+                  "partial (never used)" if r["partial"] else "full")
                  for r in rows]))
     return 0
 

@@ -2,7 +2,9 @@ import json
 
 import pytest
 
-from forum_atlas.records import InputError, SourceInfo, detect_format, iter_raw, load_rows, to_records
+from forum_atlas.chunking import ChunkingOptions
+from forum_atlas.ingestion import plan_chunks
+from forum_atlas.records import InputError, Record, SourceInfo, detect_format, iter_raw, load_rows, scan_ids, to_records
 
 SOURCE = SourceInfo(name="Team notes", importance=3, quality_score=4, licence="CC-BY-4.0", sector="policy")
 
@@ -86,3 +88,38 @@ def test_content_hash_covers_title_and_text_only():
         for extra in ({}, {"url": "https://x.org", "retracted": True}, {"text": "body!"})
     ])
     assert a.content_hash == b.content_hash != c.content_hash
+
+
+def test_content_hash_is_computed_once_and_the_record_stays_frozen():
+    import dataclasses
+    import hashlib
+
+    record = Record("1", "T", "body", SOURCE)
+    assert record.content_hash == hashlib.sha256(b"T\x1fbody").hexdigest()
+    assert "content_hash" in record.__dict__   # stored, not a property recomputed per access
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.content_hash = "x"
+    changed = dataclasses.replace(record, text="body!")
+    assert changed.content_hash != record.content_hash == Record("1", "T", "body", SOURCE).content_hash
+
+
+def test_jsonl_keeps_non_string_ids_and_titles_for_validation_to_name(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": 5, "title": {}, "text": 12345}\n{"id": "b", "text": "x"}\n')
+    rows = _rows(path, "jsonl")
+    assert (rows[0]["external_id"], rows[0]["title"], rows[0]["text"]) == (5, {}, 12345)
+    assert rows[1]["title"] == ""
+    assert scan_ids(path, "jsonl") == [("in.jsonl:1", 5), ("in.jsonl:2", "b")]
+
+
+def test_chunking_a_4mb_record_is_linear_not_quadratic():
+    import time
+
+    sentence = "The grid operator reported that demand rose by 3 percent in the quarter. "
+    text = sentence * (4_000_000 // len(sentence))
+    record = Record("big", "T", text, SOURCE)
+    started = time.perf_counter()
+    batch = plan_chunks([record], ChunkingOptions())
+    seconds = time.perf_counter() - started
+    assert batch.chunk_count > 3000
+    assert seconds < 5, f"chunking 4 MB took {seconds:.1f} s (was ~31 s when the hash was recomputed per chunk)"

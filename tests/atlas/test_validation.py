@@ -1,3 +1,5 @@
+from datetime import UTC
+
 import pytest
 
 from forum_atlas.records import iter_raw, load_rows
@@ -51,3 +53,65 @@ def test_missing_required_values(good_rows):
     failed = {(f.origin, f.column) for f in validate_rows(rows).failures}
     assert ("corpus.jsonl:1", "text") in failed
     assert {("corpus.jsonl:2", "source_licence"), ("corpus.jsonl:2", "external_id")} <= failed
+
+
+def _row(good, **changes):
+    row = dict(good)
+    row.update(changes)
+    return row
+
+
+def test_what_the_writer_would_choke_on_is_named_with_its_expectation(good_rows):
+    from datetime import datetime
+
+    started = datetime(2026, 6, 1, 12, tzinfo=UTC)
+    rows = [dict(r) for r in good_rows[:8]]
+    rows[0]["text"] = 12345
+    rows[1]["title"] = {}
+    rows[2]["text"] = "before\u0000after"
+    rows[3]["text"] = "lone \ud800 surrogate"
+    rows[4]["published_at"] = "2099-01-01"
+    rows[5]["published_at"] = "9999-12-31T23:00:00-05:00"
+    rows[6]["external_id"] = 4983
+    rows[7]["published_at"] = "2026-06-02T11:00:00Z"   # within the 1-day tolerance
+    report = validate_rows(rows, run_started=started)
+    failed = {(f.origin, f.expectation, f.column) for f in report.failures}
+    assert failed == {
+        ("corpus.jsonl:1", "expect_column_values_to_be_of_type", "text"),
+        ("corpus.jsonl:2", "expect_column_values_to_be_of_type", "title"),
+        ("corpus.jsonl:3", "expect_column_values_to_not_match_regex", "text"),
+        ("corpus.jsonl:4", "expect_column_values_to_not_match_regex", "text"),
+        ("corpus.jsonl:5", "expect_column_values_to_be_between", "published_at"),
+        ("corpus.jsonl:6", "expect_column_values_to_be_between", "published_at"),
+        ("corpus.jsonl:7", "expect_column_values_to_be_of_type", "external_id"),
+    }
+    text = report.as_text()
+    assert "a JSON int where text is required" in text and "a JSON dict where text is required" in text
+    assert "NUL character at position 6" in text
+    assert "lone surrogate U+D800 at position 5; not encodable as UTF-8" in text
+    assert "more than 1 day after the run's start (2026-06-01T12:00:00+00:00) are refused" in text
+    text.encode("utf-8")   # the report itself is printable
+
+
+def test_record_size_limit_names_the_limit_and_never_prints_the_text(good_rows):
+    big = _row(good_rows[0], text="word " * 300_000)   # 1.5 MB
+    report = validate_rows([big, dict(good_rows[1])], max_record_bytes=1_000_000)
+    [failure] = report.failures
+    assert (failure.origin, failure.expectation, failure.column) == (
+        "corpus.jsonl:1", "expect_column_values_to_be_between", "text")
+    assert "the limit is 1,000,000 bytes (raise it with ATLAS_MAX_RECORD_BYTES" in report.as_text()
+    assert len(report.as_text()) < 1000 and len(report.as_markdown()) < 1500
+    assert validate_rows([big], max_record_bytes=2_000_000).success
+    # the limit counts UTF-8 bytes, not characters
+    assert not validate_rows([_row(good_rows[0], text="é" * 600)], max_record_bytes=1000).success
+
+
+def test_ids_repeated_across_the_run_are_refused_with_every_occurrence():
+    from forum_atlas.validation import validate_unique_ids
+
+    report = validate_unique_ids([("in.jsonl:1", "a"), ("in.jsonl:2", "b"), ("in.jsonl:9", "a"), ("in.jsonl:10", 7)])
+    assert [(f.origin, f.expectation) for f in report.failures] == [
+        ("in.jsonl:1", "expect_column_values_to_be_unique"), ("in.jsonl:9", "expect_column_values_to_be_unique")]
+    text = report.as_text()
+    assert "nothing from this run was written" in text and "the same id is also at in.jsonl:9" in text
+    assert validate_unique_ids([("x:1", "a"), ("x:2", "b")]).success

@@ -188,7 +188,7 @@ def test_bad_lane_input_writes_nothing(db, series, spec, error, message):
 def test_bad_series_files_write_nothing(db, series, tmp_path):
     garbage = tmp_path / "UNRATE__fred_vintage_2026-04.csv"
     garbage.write_text("observation_date,UNRATE\n2026-01-01,4.3\n2026-02-01,n/a\n")
-    unknown = tmp_path / "FOO.csv"
+    unknown = tmp_path / "FOO__fred_vintage_2026-02.csv"
     unknown.write_text("observation_date,FOO\n2026-01-01,1\n")
     good = series / "UNRATE__fred_vintage_2025-04.csv"
     with pytest.raises(SeriesFormatError, match="line 3"):

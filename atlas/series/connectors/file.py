@@ -3,6 +3,8 @@
 The vintage label and download time come from the file name when it follows the
 `<ID>__fred_vintage_<YYYY-MM>.csv` convention (the download month; `fetched_at` is then taken as
 the first instant of that month, UTC — the file does not say the day), unless given explicitly.
+A file's modification time is never used: copying or touching a file would make it the newest
+vintage. A name without a download month and no explicit `fetched_at` is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ def vintage_from_name(path: Path) -> tuple[str, datetime] | None:
         return None
     year, month = int(match.group(1)), int(match.group(2))
     return f"{year:04d}-{month:02d}", datetime(year, month, 1, tzinfo=timezone.utc)
+
+
+class MissingFetchTimeError(ValueError):
+    """The file name carries no download month and no `fetched_at` was given."""
 
 
 class FileConnector:
@@ -47,8 +53,12 @@ class FileConnector:
         parsed = parse_fred_csv(path.read_text(encoding="utf-8"), source=str(path))
         named = vintage_from_name(path)
         label = self.label or (named[0] if named else path.stem)
-        fetched_at = self.fetched_at or (named[1] if named else
-                                         datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc))
+        fetched_at = self.fetched_at or (named[1] if named else None)
+        if fetched_at is None:
+            raise MissingFetchTimeError(
+                f"{path}: the file name carries no download month (like <ID>__fred_vintage_YYYY-MM.csv), so "
+                "when it was downloaded is unknown; pass --fetched-at (fetched_at=) with the download time — "
+                "the file's modification time is not used; nothing was stored")
         return FetchedVintage(parsed, label, fetched_at, self.name, str(path.resolve()))
 
     def fetch(self, series_id: str) -> FetchedVintage:

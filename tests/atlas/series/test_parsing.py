@@ -23,7 +23,9 @@ def test_new_format_keeps_the_never_published_month_as_missing(shared_data):
 
 
 def test_old_format_dot_is_missing(shared_data):
-    parsed = FileConnector(shared_data / "series" / "DGS10__fred_daily_1962-2021_oldformat.csv").fetch("DGS10").series
+    # the name carries no download month: the download time must be given (never the file's mtime)
+    parsed = FileConnector(shared_data / "series" / "DGS10__fred_daily_1962-2021_oldformat.csv",
+                           fetched_at=datetime(2021, 1, 5, tzinfo=timezone.utc)).fetch("DGS10").series
     assert parsed.file_format == "old"
     assert len(parsed.missing_dates) == 659  # holidays: '.' in the old export
     assert parsed.observations[-2] .value is None and parsed.observations[-2].observation_date == date(2021, 1, 1)
