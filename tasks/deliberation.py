@@ -25,12 +25,12 @@ from forum_atlas.deliberation.model import (
     Passage,
     Plan,
     SynthesisRequest,
+    digest_of,
 )
 from forum_atlas.deliberation.plan import plan_panel
 from forum_atlas.entailment import make_support_verifier
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery, SupportVerifier
 from forum_atlas.llm import DeliberationEngine, make_deliberation_engine
-from forum_atlas.llm.offline_deliberation import request_digest
 from forum_atlas.providers import ProviderError
 from forum_atlas.retrieval.model import RetrievalResult
 from forum_atlas.store import briefs
@@ -76,7 +76,7 @@ def _failed_call(stage: str, engine: DeliberationEngine | SupportVerifier, reque
     """The failed call's record: the engine's own when it attached one (with its prompt hash)."""
     if isinstance(getattr(exc, "call", None), CallRecord):
         return exc.call
-    return CallRecord(stage=stage, provider=engine.name, version=engine.version, input_digest=request_digest(request),
+    return CallRecord(stage=stage, provider=engine.name, version=engine.version, input_digest=digest_of(request),
                       outcome=exc.kind, latency_ms=(time.perf_counter() - started) * 1000, attempts=exc.attempts,
                       detail=exc.detail[:500])
 
@@ -105,7 +105,7 @@ def synthesize(settings: Settings, request: SynthesisRequest, key_secret: str | 
     started = time.perf_counter()
     if not request.findings:
         reply = DraftReply(claims=[], call=CallRecord(stage="synthesis", provider=engine.name, version=engine.version,
-                                                      input_digest=request_digest(request), outcome="ok"),
+                                                      input_digest=digest_of(request), outcome="ok"),
                            insufficient="no section produced a claim the audit let through")
     else:
         try:

@@ -10,7 +10,9 @@ failed check is recorded (`Downgrade`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -104,6 +106,19 @@ class DraftRequest:
     passages: tuple[Passage, ...]
     attempt: int = 1                  # 2 = the retry, with a stricter prompt
     failures: tuple[str, ...] = ()    # on a retry: what failed validation the first time, in words
+
+
+def call_json(value: Any) -> str:
+    """The text a call's input digest and prompt hash are taken of: sorted keys, no spaces, UTF-8
+    kept, dataclasses as dicts."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def digest_of(value: Any) -> str:
+    """sha256 hex of `call_json(value)`: what a provider was asked, for the call log (AUD-4)."""
+    return hashlib.sha256(call_json(value).encode("utf-8")).hexdigest()
 
 
 @dataclass

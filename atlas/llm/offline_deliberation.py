@@ -13,10 +13,7 @@ loosely related. Same request, same claims.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from dataclasses import asdict
 
 from forum_atlas.chunking import sentence_spans
 from forum_atlas.deliberation.model import (
@@ -28,6 +25,7 @@ from forum_atlas.deliberation.model import (
     DraftRequest,
     Passage,
     SynthesisRequest,
+    digest_of,
 )
 from forum_atlas.deliberation.terms import stem, stems
 
@@ -40,12 +38,6 @@ GENERIC_STEMS = frozenset(stem(w) for w in """risk risks reduce reduces reduced 
     caused role evidence change changes rate rates""".split())
 MAX_SOURCED = 3
 MAX_SYNTHESIS_SOURCED = 3
-
-
-def request_digest(request: DraftRequest | SynthesisRequest) -> str:
-    """sha256 of the canonical request: what the engine was asked, for the call log (AUD-4)."""
-    text = json.dumps(asdict(request), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _weight(term_stem: str) -> float:
@@ -79,7 +71,7 @@ class OfflineDeliberationEngine:
     extractive = True
 
     def _call(self, stage: str, request: DraftRequest | SynthesisRequest, started: float) -> CallRecord:
-        return CallRecord(stage=stage, provider=self.name, version=self.version, input_digest=request_digest(request),
+        return CallRecord(stage=stage, provider=self.name, version=self.version, input_digest=digest_of(request),
                           latency_ms=(time.perf_counter() - started) * 1000)
 
     def draft(self, request: DraftRequest) -> DraftReply:

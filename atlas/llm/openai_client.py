@@ -19,15 +19,15 @@ an `openai.OpenAI` for chat or catches an `openai` exception from one.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import openai
 
 from forum_atlas.deliberation.model import CallRecord
+from forum_atlas.deliberation.model import call_json as canonical_json
 from forum_atlas.providers import ProviderAuthError, ProviderError, error_for_exception
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -40,13 +40,6 @@ class ChatResult:
     finish_reason: str | None
     attempts: int             # requests the SDK made, retries included
     latency_ms: float
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, UTF-8 kept: the form digests are taken of (dataclasses as dicts)."""
-    if is_dataclass(value) and not isinstance(value, type):
-        value = asdict(value)
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def sha256_hex(text: str) -> str:
