@@ -27,11 +27,31 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
+# The names `forum_atlas.embeddings.make_embedder` knows; here so the CLI can list them without numpy.
+EMBEDDER_NAMES = ("onnx-minilm", "hashed", "minilm", "voyage", "openai")
+
+
+@dataclass(frozen=True)
+class ProviderKeys:
+    """API keys from the providers block's Secret fields; None leaves the provider's own environment
+    variable (VOYAGE_API_KEY, OPENAI_API_KEY, COHERE_API_KEY). Left out of repr, so no Settings that is
+    printed, logged or recorded shows them."""
+
+    voyage: str | None = field(default=None, repr=False)
+    openai: str | None = field(default=None, repr=False)
+    cohere: str | None = field(default=None, repr=False)
+
+    def for_provider(self, name: str) -> dict[str, str]:
+        """`{"api_key": …}` for the provider called `name` when a key was given, else {}."""
+        key = getattr(self, name, None)
+        return {"api_key": key} if key else {}
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None = None
     data_dir: Path = field(default_factory=default_data_dir)
-    embedder: str = "hashed"
+    embedder: str = "onnx-minilm"   # ATLAS_EMBEDDER; `hashed` needs no model (tests, zero dependencies)
     embed_dim: int = 384
     reranker: str = "none"
     reranker_model_dir: Path | None = None
@@ -40,6 +60,7 @@ class Settings:
     support_verifier: str = "rules"   # rules (deterministic, offline) or openai (LLM-backed, may abstain)
     bm25_kernel: bool = True   # False (ATLAS_BM25_KERNEL=off): drop the atlas_bm25 extension, PL/pgSQL answers
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES   # ATLAS_MAX_RECORD_BYTES; larger records are refused at validation
+    api_keys: ProviderKeys = field(default_factory=ProviderKeys)   # from the providers block's Secret fields
 
     @property
     def pgdata(self) -> Path:

@@ -7,13 +7,13 @@ writes the result in one transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from forum_atlas.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
 from forum_atlas.embeddings.base import Embedder
-from forum_atlas.records import Record
+from forum_atlas.records import RawBatch, Record
 
 
 @dataclass(frozen=True)
@@ -28,23 +28,35 @@ class PreparedDocument:
     chunks: list[PreparedChunk]
 
 
+def embedding_text(title: str, body: str) -> str:
+    """What gets embedded for a chunk: the title as context, then the chunk text (matches the lexical index)."""
+    return f"{title}\n{body}" if title else body
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk already in the database that has no vector from the run's embedder yet."""
+    chunk_id: int
+    text: str   # embedding_text(heading, body)
+
+
 @dataclass
 class PreparedBatch:
     documents: list[PreparedDocument]
+    stored_chunks: list[StoredChunk] = field(default_factory=list)
     embedder_name: str = ""
     embedder_engine: str = ""
     embedder_version: str = ""
     dim: int = 0
     embeddings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    stored_embeddings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
     @property
     def chunk_count(self) -> int:
         return sum(len(d.chunks) for d in self.documents)
 
     def chunk_texts(self) -> list[str]:
-        """What gets embedded: the title as context, then the chunk text (matches the lexical index)."""
-        return [f"{d.record.title}\n{c.chunk.text}" if d.record.title else c.chunk.text
-                for d in self.documents for c in d.chunks]
+        return [embedding_text(d.record.title, c.chunk.text) for d in self.documents for c in d.chunks]
 
 
 @dataclass
@@ -54,19 +66,52 @@ class WriteResult:
     chunks_added: int = 0
     embeddings_added: int = 0
     status_changes: int = 0
+    stored_chunks_embedded: int = 0   # of embeddings_added: chunks stored earlier, new to this embedder
     event_id: int | None = None
 
     def __add__(self, other: "WriteResult") -> "WriteResult":
-        return WriteResult(
-            self.documents_added + other.documents_added,
-            self.chunks_added + other.chunks_added,
-            self.embeddings_added + other.embeddings_added,
-            self.status_changes + other.status_changes,
-            other.event_id or self.event_id,
-        )
+        counts = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "event_id"}
+        return WriteResult(**counts, event_id=other.event_id or self.event_id)
 
 
-def plan_chunks(records: Sequence[Record], options: ChunkingOptions) -> PreparedBatch:
+@dataclass
+class CommitLog:
+    """What a run has committed so far, batch by batch, so that a failure can say exactly what is
+    stored and where a re-run picks up (batches are written in order, one transaction each)."""
+
+    input_name: str
+    batches: int = 0
+    last_item: object = None      # the last JSONL line number or file name of the last committed batch
+    totals: WriteResult = field(default_factory=WriteResult)
+
+    def committed(self, raw: RawBatch, result: WriteResult) -> None:
+        self.batches += 1
+        self.last_item = raw.items[-1][0] if raw.items else self.last_item
+        self.totals += result
+
+    def failure_note(self, failed_batch: int, failed_raw: RawBatch | None) -> str:
+        where = f"batch {failed_batch}"
+        if failed_raw is not None and failed_raw.items:
+            where += f" ({_span(failed_raw.items[0][0], failed_raw.items[-1][0])})"
+        if not self.batches:
+            return f"nothing of {self.input_name} was committed: {where} failed before any write."
+        t = self.totals
+        return (f"committed before this failure: batches 1–{self.batches} of {self.input_name} through "
+                f"{_span(self.last_item)} (+{t.documents_added} documents, +{t.chunks_added} chunks, "
+                f"+{t.embeddings_added} embeddings); {where} and everything after it wrote nothing. Re-running the "
+                f"same command skips what is stored and resumes at batch {self.batches + 1}.")
+
+
+def _span(first: object, last: object = None) -> str:
+    unit = "line" if isinstance(first, int) else "file"
+    if last is None or last == first:
+        return f"{unit} {first:,}" if unit == "line" else f"{unit} {first}"
+    return f"lines {first:,}–{last:,}" if unit == "line" else f"files {first} … {last}"
+
+
+def plan_chunks(records: Sequence[Record], options: ChunkingOptions,
+                stored_chunks: Sequence[StoredChunk] = ()) -> PreparedBatch:
+    """Chunk the new records; `stored_chunks` (already stored, unknown to the embedder) ride along to be embedded."""
     documents = []
     for record in records:
         chunks = [
@@ -74,16 +119,17 @@ def plan_chunks(records: Sequence[Record], options: ChunkingOptions) -> Prepared
             for c in chunk_text(record.text, options)
         ]
         documents.append(PreparedDocument(record, chunks))
-    return PreparedBatch(documents)
+    return PreparedBatch(documents, list(stored_chunks))
 
 
 def embed_chunks(batch: PreparedBatch, embedder: Embedder, *, batch_size: int = 256) -> PreparedBatch:
-    texts = batch.chunk_texts()
+    new_texts = batch.chunk_texts()
+    texts = new_texts + [s.text for s in batch.stored_chunks]
     parts = [embedder.embed_documents(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]
     matrix = np.vstack(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
     if matrix.shape != (len(texts), embedder.dim):
         raise ValueError(f"{embedder.name} returned {matrix.shape}, expected {(len(texts), embedder.dim)}")
-    batch.embeddings = matrix
+    batch.embeddings, batch.stored_embeddings = matrix[:len(new_texts)], matrix[len(new_texts):]
     batch.embedder_name, batch.embedder_engine = embedder.name, embedder.engine
     batch.embedder_version, batch.dim = embedder.version, embedder.dim
     return batch
@@ -102,7 +148,7 @@ class BatchInFlight:
     while an opaque object passes in ~10 ms.
     """
 
-    __slots__ = ("number", "raw", "rows", "records", "new_records", "prepared")
+    __slots__ = ("number", "raw", "rows", "records", "new_records", "stored_chunks", "prepared")
 
     def __init__(self, number: int, raw: object):
         self.number = number
@@ -110,4 +156,5 @@ class BatchInFlight:
         self.rows: list[dict] = []
         self.records: list[Record] = []
         self.new_records: list[Record] = []
+        self.stored_chunks: list[StoredChunk] = []
         self.prepared = PreparedBatch([])

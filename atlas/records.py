@@ -24,7 +24,7 @@ TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 # The columns every raw row carries, whatever its format.
 COLUMNS = (
     "row", "origin", "external_id", "title", "text", "url", "published_at", "sector",
-    "source_name", "source_importance", "source_quality", "source_licence", "source_url",
+    "source_name", "source_importance", "source_quality", "source_licence", "source_url", "source_sector",
     "retracted", "withdrawn", "superseded",
 )
 
@@ -40,7 +40,28 @@ class SourceInfo:
     quality_score: int
     licence: str
     url: str | None = None
-    sector: str = "general"
+    sector: str | None = "general"   # None: the input did not say (a new source gets "general")
+
+
+SOURCE_FIELDS = ("importance", "quality_score", "sector", "licence", "url")
+
+
+class SourceConflictError(ValueError):
+    """Input that would change a stored source's metadata; only `atlas sources update` may."""
+
+
+def source_conflict(stored: SourceInfo, incoming: SourceInfo, origin: str | None) -> SourceConflictError | None:
+    """The error for input whose metadata for a known source differs from what is stored, or None."""
+    # Only what the input states counts: a row that omits a source's url or sector does not contradict it.
+    changed = [f for f in SOURCE_FIELDS if getattr(incoming, f) is not None and getattr(stored, f) != getattr(incoming, f)]
+    if not changed:
+        return None
+    said = ", ".join(f"{f} {getattr(incoming, f)!r} (stored: {getattr(stored, f)!r})" for f in changed)
+    flags = " ".join(f"--{f.replace('_score', '').replace('_', '-')} {getattr(incoming, f)!r}" for f in changed)
+    return SourceConflictError(
+        f"{origin or 'input'}: source {stored.name!r} is stored with other metadata; this input says {said}. "
+        f"A source changes only through an explicit, recorded update: atlas sources update {stored.name!r} {flags} "
+        f"--reason '…'. Nothing of this batch was written.")
 
 
 # SciFact abstracts come from S2ORC under ODC-By 1.0; the attribution travels with every row.
@@ -122,8 +143,7 @@ def _jsonl_row(obj: dict[str, Any], fmt: Format, default_source: SourceInfo | No
             "url": obj.get("source_url"),
         }
         source_cols = _source_columns(nested, default_source)
-    sector = obj.get("sector") or source_cols.pop("source_sector", None) or "general"
-    source_cols.pop("source_sector", None)
+    sector = obj.get("sector") or source_cols["source_sector"] or "general"   # the document's, else its source's
     title = obj.get("title")
     return {
         # As the file gave them: a number or an object where text belongs is refused by validation.
@@ -213,7 +233,7 @@ def _folder_row(name: str, path: Path, source: SourceInfo) -> dict[str, Any]:
     return {
         "origin": name, "external_id": name, "title": _title_of(text, Path(name).stem), "text": text, "url": None,
         "published_at": mtime, "sector": source.sector,
-        **{k: v for k, v in _source_columns(source, None).items() if k != "source_sector"},
+        **_source_columns(source, None),
         "retracted": False, "withdrawn": False, "superseded": False,
     }
 
@@ -283,8 +303,9 @@ def to_records(rows: list[dict[str, Any]]) -> list[Record]:
     sources: dict[tuple, SourceInfo] = {}
     records = []
     for row in rows:
-        key = (row["source_name"], int(row["source_importance"]), int(row["source_quality"]), row["source_licence"], row["source_url"])
-        source = sources.setdefault(key, SourceInfo(key[0], key[1], key[2], key[3], key[4], row["sector"] or "general"))
+        key = (row["source_name"], int(row["source_importance"]), int(row["source_quality"]), row["source_licence"],
+               row["source_url"] or None, row.get("source_sector") or None)
+        source = sources.setdefault(key, SourceInfo(*key))
         records.append(Record(
             external_id=row["external_id"], title=row["title"] or "", text=row["text"], source=source,
             url=row["url"] or None, published_at=parse_timestamp(row["published_at"]), sector=row["sector"] or "general",

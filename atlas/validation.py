@@ -31,7 +31,8 @@ SCORES = [1, 2, 3, 4, 5]
 # Publication dates later than the run's start plus this are refused (search rules them out anyway).
 FUTURE_TOLERANCE = timedelta(days=1)
 # Columns that must hold text (or be missing): the writer stores them as PostgreSQL text.
-STRING_COLUMNS = ("external_id", "title", "text", "source_name", "source_licence", "url", "source_url", "sector")
+STRING_COLUMNS = ("external_id", "title", "text", "source_name", "source_licence", "url", "source_url", "sector",
+                  "source_sector")
 NUL_PATTERN = r"\x00"
 SURROGATE_PATTERN = r"[\ud800-\udfff]"   # json decodes a valid pair to one code point: any left is lone
 _NUL, _SURROGATE = re.compile(NUL_PATTERN), re.compile(SURROGATE_PATTERN)

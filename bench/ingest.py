@@ -1,13 +1,20 @@
 """Ingestion throughput, end to end through the Prefect flow, with the database floor as reference.
 
-    python -m bench.ingest                 # SciFact (5,183 abstracts) + synthetic 10k and 100k chunks
+    python -m bench.ingest                 # SciFact (5,183 abstracts) + synthetic 10k and 100k chunks, then ONNX
     python -m bench.ingest --sizes 10000   # quicker
+    python -m bench.ingest --onnx-only --onnx-docs 1000   # the ONNX embedder on the first 1,000 abstracts
 
 Each corpus is ingested by `flows.ingest.ingest` (load → validate → chunk → embed → write → HNSW
 build → BM25 posting compaction; hashed embedder) into a new embedded PostgreSQL, in a fresh subprocess so that its peak RSS
 is its own. The reference, measured in the same run on the same chunks, is the database floor: a
 bare binary COPY of the same chunk rows and vectors into the same schema followed by the same index
 build — what any ingester pays before doing any work of its own.
+
+The ONNX table ingests SciFact (or its first --onnx-docs abstracts) with the default `onnx-minilm`
+embedder. Its reference, in the same process on the same chunk texts, is the raw model: one
+`embed_documents` call over all of them (tokenise, run the model in length-sorted batches, pool),
+with nothing else around it; the ratio is ingest chunks/s over raw chunks/s. The speed-up from
+length-sorted batching is measured on the first --sort-sample chunks, embedded sorted and in input order.
 """
 
 from __future__ import annotations
@@ -44,19 +51,52 @@ def write_synthetic_jsonl(path: Path, documents: int, *, seed: int = 7) -> Path:
     return Path(path)
 
 
-def _child(corpus: str, data_dir: str) -> None:
+def _child(corpus: str, data_dir: str, sort_sample: int) -> None:
     """Runs in a subprocess: ingest, then the reference on the same chunks; prints JSON."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from forum_atlas.config import Settings
+    from forum_atlas.config import Settings, settings_from_env
     from forum_atlas.flows.ingest import ingest
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         summary = ingest(corpus, batch_size=2000)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    floor = _copy_floor(Settings(data_dir=Path(data_dir)))
-    print(json.dumps({"summary": summary, "peak_rss_mb": peak_mb, "floor": floor}))
+    if settings_from_env().embedder == "hashed":
+        reference = {"floor": _copy_floor(Settings(data_dir=Path(data_dir)))}
+    else:
+        reference = {"model": _raw_model(Path(corpus), sort_sample)}
+    print(json.dumps({"summary": summary, "peak_rss_mb": peak_mb, **reference}))
+
+
+def _raw_model(corpus: Path, sort_sample: int) -> dict:
+    """The configured embedder alone on the chunk texts the flow embedded: all in one call (length-sorted
+    batches), then a sample sorted and in input order."""
+    from forum_atlas.chunking import ChunkingOptions
+    from forum_atlas.config import settings_from_env
+    from forum_atlas.embeddings import embedder_for, make_embedder
+    from forum_atlas.ingestion import plan_chunks
+    from forum_atlas.records import detect_format, iter_raw, load_rows, to_records
+
+    records = [r for raw in iter_raw(corpus, detect_format(corpus), batch_size=2000) for r in to_records(load_rows(raw))]
+    texts = plan_chunks(records, ChunkingOptions()).chunk_texts()
+    embedder = embedder_for(settings_from_env())   # the flow's instance: warm, same session and threads
+    before = embedder.stats.snapshot()
+    start = time.perf_counter()
+    embedder.embed_documents(texts)
+    seconds = time.perf_counter() - start
+    after = embedder.stats.snapshot()
+    sample = texts[:sort_sample]
+    timings = {}
+    for sort_by_length in (True, False):
+        variant = make_embedder(settings_from_env().embedder, sort_by_length=sort_by_length)
+        start = time.perf_counter()
+        variant.embed_documents(sample)
+        timings[sort_by_length] = time.perf_counter() - start
+    return {"chunks": len(texts), "seconds": seconds, "model_seconds": after["model_seconds"] - before["model_seconds"],
+            "tokens": after["tokens"] - before["tokens"], "padded_tokens": after["padded_tokens"] - before["padded_tokens"],
+            "threads": embedder.threads, "sample": len(sample), "sample_sorted_seconds": timings[True],
+            "sample_unsorted_seconds": timings[False]}
 
 
 def _copy_floor(settings) -> dict:
@@ -88,11 +128,11 @@ def _copy_floor(settings) -> dict:
     return {"chunks": len(chunks), "seconds": seconds}
 
 
-def _run(corpus: Path) -> dict:
+def _run(corpus: Path, embedder: str = "hashed", sort_sample: int = 0) -> dict:
     with tempfile.TemporaryDirectory(prefix="atlas-bench-") as data_dir:
         # A Prefect home of its own: the temporary API's SQLite file is not shared with other processes.
-        env = {**os.environ, "PREFECT_HOME": str(Path(data_dir) / "prefect")}
-        out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", str(corpus), data_dir],
+        env = {**os.environ, "PREFECT_HOME": str(Path(data_dir) / "prefect"), "ATLAS_EMBEDDER": embedder}
+        out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", str(corpus), data_dir, str(sort_sample)],
                              cwd=REPO, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"ingesting {corpus.name} failed:\n{out.stderr[-4000:]}")
@@ -103,30 +143,64 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 90_000], help="synthetic corpus sizes, in documents (~1.1 chunks each)")
     parser.add_argument("--no-scifact", action="store_true")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--onnx-docs", type=int, default=5183, help="SciFact abstracts for the ONNX table (0: skip it)")
+    parser.add_argument("--onnx-only", action="store_true", help="only the ONNX table")
+    parser.add_argument("--sort-sample", type=int, default=512, help="chunks for the length-sorting speed-up")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(*args.child)
+        _child(args.child[0], args.child[1], int(args.child[2]))
         return
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    corpora = [] if args.no_scifact else [("SciFact (5,183 abstracts)", SCIFACT)]
+    corpora = [] if args.no_scifact or args.onnx_only else [("SciFact (5,183 abstracts)", SCIFACT)]
     with tempfile.TemporaryDirectory(prefix="atlas-corpus-") as tmp:
-        for size in args.sizes:
-            corpora.append((f"synthetic {size:,} docs", write_synthetic_jsonl(Path(tmp) / f"syn{size}.jsonl", size)))
-        header = (f"{'corpus':<26}{'chunks':>9}{'seconds':>9}{'chunks/s':>10}{'index s':>9}{'compact s':>11}"
-                  f"{'floor s':>9}{'x floor':>9}{'peak RSS MB':>13}")
-        print(header)
-        print("-" * len(header))
-        for name, path in corpora:
-            result = _run(path)
-            s, floor = result["summary"], result["floor"]
-            print(f"{name:<26}{s['chunks_added']:>9,}{s['seconds']:>9.1f}{s['chunks_per_second']:>10,.0f}"
-                  f"{s['index_seconds']:>9.1f}{s['bm25_compaction_seconds']:>11.1f}{floor['seconds']:>9.1f}"
-                  f"{s['seconds'] / floor['seconds']:>9.2f}"
-                  f"{result['peak_rss_mb']:>13.0f}")
+        if not args.onnx_only:
+            _hashed_table(corpora, [(size, Path(tmp) / f"syn{size}.jsonl") for size in args.sizes])
+        if args.onnx_docs:
+            _onnx_table(SCIFACT, args.onnx_docs, args.sort_sample, Path(tmp))
+
+
+def _hashed_table(corpora: list[tuple[str, Path]], synthetic: list[tuple[int, Path]]) -> None:
+    """The hashed embedder (model cost ~0) against the database floor."""
+    for size, path in synthetic:
+        corpora.append((f"synthetic {size:,} docs", write_synthetic_jsonl(path, size)))
+    header = (f"{'corpus':<26}{'chunks':>9}{'seconds':>9}{'chunks/s':>10}{'index s':>9}{'compact s':>11}"
+              f"{'floor s':>9}{'x floor':>9}{'peak RSS MB':>13}")
+    print(header)
+    print("-" * len(header))
+    for name, path in corpora:
+        result = _run(path)
+        s, floor = result["summary"], result["floor"]
+        print(f"{name:<26}{s['chunks_added']:>9,}{s['seconds']:>9.1f}{s['chunks_per_second']:>10,.0f}"
+              f"{s['index_seconds']:>9.1f}{s['bm25_compaction_seconds']:>11.1f}{floor['seconds']:>9.1f}"
+              f"{s['seconds'] / floor['seconds']:>9.2f}"
+              f"{result['peak_rss_mb']:>13.0f}")
+
+
+def _onnx_table(scifact: Path, documents: int, sort_sample: int, tmp: Path) -> None:
+    """The default ONNX embedder: ingest throughput against the raw model on the same chunks."""
+    corpus = tmp / f"scifact-{documents}.jsonl"
+    with scifact.open(encoding="utf-8") as source, corpus.open("w", encoding="utf-8") as out:
+        out.writelines(line for _, line in zip(range(documents), source))
+    result = _run(corpus, "onnx-minilm", sort_sample)
+    s, model = result["summary"], result["model"]
+    raw_rate = model["chunks"] / model["seconds"]
+    print(f"\nonnx-minilm on SciFact, first {documents:,} abstracts ({model['threads']} threads; "
+          f"machine load {os.getloadavg()[0]:.2f})")
+    header = (f"{'chunks':>8}{'ingest s':>10}{'ingest c/s':>12}{'model share':>13}{'raw model c/s':>15}"
+              f"{'ratio':>7}{'padding':>9}{'sorted x':>10}{'peak RSS MB':>13}")
+    print(header)
+    print("-" * len(header))
+    print(f"{s['chunks_added']:>8,}{s['seconds']:>10.1f}{s['chunks_per_second']:>12.2f}"
+          f"{s.get('embed_model_share_of_run', float('nan')):>13.1%}{raw_rate:>15.2f}"
+          f"{s['chunks_per_second'] / raw_rate:>7.2f}{1 - model['tokens'] / model['padded_tokens']:>9.1%}"
+          f"{model['sample_unsorted_seconds'] / model['sample_sorted_seconds']:>10.2f}{result['peak_rss_mb']:>13.0f}")
+    print(f"model share = time in InferenceSession.run / ingest seconds; padding = padded tokens the raw run computed; "
+          f"sorted x = time in input order / time length-sorted on the first {model['sample']} chunks")
+    print("flow summary: " + json.dumps({k: v for k, v in s.items() if k.startswith("embed")}))
 
 
 if __name__ == "__main__":

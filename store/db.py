@@ -163,6 +163,14 @@ def _close_shared() -> None:
         handle.close()
 
 
+def is_transient(error: object) -> bool:
+    """Whether a failed database call may succeed if simply tried again (connection lost, deadlock,
+    serialisation failure), as opposed to a refusal (constraint, trigger, bad input)."""
+    # psycopg files deadlocks and serialisation failures under OperationalError; a cancelled
+    # (timed-out) statement would only time out again.
+    return isinstance(error, psycopg.OperationalError) and not isinstance(error, psycopg.errors.QueryCanceled)
+
+
 def record_event(conn: psycopg.Connection, kind: str, payload: dict[str, Any], *, run_id: str | None = None) -> int:
     """Append one row to the hash-chained audit log (forum.events)."""
     row = conn.execute(

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import psycopg
 
-from forum_atlas.ingestion import PreparedBatch, WriteResult
-from forum_atlas.records import Record, SourceInfo
+from forum_atlas.ingestion import PreparedBatch, StoredChunk, WriteResult, embedding_text
+from forum_atlas.records import SOURCE_FIELDS, Record, SourceInfo, source_conflict
 from forum_atlas.store.db import Database, record_event
 
 # Version numbers are max+1 per document: writers of the same corpus take turns for that moment.
@@ -40,24 +40,77 @@ def known_versions(db: Database, records: Sequence[Record]) -> set[tuple[str, st
     return {(r["name"], r["ext"], r["hash"]) for r in rows}
 
 
-def _upsert_sources(conn: psycopg.Connection, sources: Sequence[SourceInfo]) -> dict[str, int]:
+def chunks_without_vectors(db: Database, records: Sequence[Record], embedder_name: str) -> list[StoredChunk]:
+    """The chunks of these stored versions that have no vector from `embedder_name` yet."""
+    if not records:
+        return []
+    with db.connection() as conn:
+        rows = conn.execute(
+            """SELECT c.chunk_id, c.heading, c.body
+                 FROM unnest(%s::text[], %s::text[], %s::text[]) AS q(name, ext, hash)
+                 JOIN forum.sources s ON s.name = q.name
+                 JOIN forum.documents d ON d.source_id = s.source_id AND d.external_id = q.ext AND d.content_hash = q.hash
+                 JOIN forum.chunks c ON c.document_id = d.document_id
+                WHERE NOT EXISTS (SELECT 1 FROM forum.embeddings e JOIN forum.embedding_models m USING (model_id)
+                                   WHERE e.chunk_id = c.chunk_id AND m.name = %s)
+                ORDER BY c.chunk_id""",
+            (*_keys(records), embedder_name),
+        ).fetchall()
+    return [StoredChunk(r["chunk_id"], embedding_text(r["heading"], r["body"])) for r in rows]
+
+
+def _source_ids(conn: psycopg.Connection, records: Sequence[Record]) -> dict[str, int]:
+    """Create the batch's new sources; a known source keeps its metadata, and input that says otherwise
+    (or two rows of the batch that disagree) is refused: see `update_source`."""
+    first: dict[str, Record] = {}
+    for record in records:
+        seen = first.setdefault(record.source.name, record)
+        if (conflict := source_conflict(seen.source, record.source, record.metadata.get("origin"))) is not None:
+            raise conflict
     ids: dict[str, int] = {}
-    for source in {s.name: s for s in sources}.values():
-        row = conn.execute(
-            """INSERT INTO forum.sources AS s (name, importance, quality_score, sector, licence, url)
-               VALUES (%s, %s, %s, %s, %s, %s)
-               ON CONFLICT (name) DO UPDATE
-                  SET importance = EXCLUDED.importance, quality_score = EXCLUDED.quality_score,
-                      sector = EXCLUDED.sector, licence = EXCLUDED.licence, url = EXCLUDED.url, updated_at = now()
-                WHERE (s.importance, s.quality_score, s.sector, s.licence, s.url)
-                      IS DISTINCT FROM (EXCLUDED.importance, EXCLUDED.quality_score, EXCLUDED.sector, EXCLUDED.licence, EXCLUDED.url)
-               RETURNING source_id""",
-            (source.name, source.importance, source.quality_score, source.sector, source.licence, source.url),
-        ).fetchone()
-        if row is None:
-            row = conn.execute("SELECT source_id FROM forum.sources WHERE name = %s", (source.name,)).fetchone()
-        ids[source.name] = row["source_id"]
+    for name, record in first.items():
+        source = record.source
+        conn.execute(
+            """INSERT INTO forum.sources (name, importance, quality_score, sector, licence, url)
+               VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING""",
+            (name, source.importance, source.quality_score, source.sector or "general", source.licence, source.url))
+        row = conn.execute(f"SELECT source_id, {', '.join(SOURCE_FIELDS)} FROM forum.sources WHERE name = %s",
+                           (name,)).fetchone()
+        stored = SourceInfo(name=name, **{f: row[f] for f in SOURCE_FIELDS})
+        if (conflict := source_conflict(stored, source, record.metadata.get("origin"))) is not None:
+            raise conflict
+        ids[name] = row["source_id"]
     return ids
+
+
+def update_source(db: Database, name: str, changes: dict, reason: str) -> tuple[SourceInfo, SourceInfo]:
+    """The one way a source's metadata changes: explicit, with a reason, recorded in the audit log
+    (the database refuses any other UPDATE of these columns, sql/036). Returns (before, after)."""
+    unknown = set(changes) - set(SOURCE_FIELDS)
+    if unknown or not changes:
+        raise ValueError(f"nothing to update, or unknown fields {sorted(unknown)}: choose from {', '.join(SOURCE_FIELDS)}")
+    if not reason.strip():
+        raise ValueError("an update of a source needs a reason")
+    with db.transaction() as conn:
+        row = conn.execute(f"SELECT {', '.join(SOURCE_FIELDS)} FROM forum.sources WHERE name = %s FOR UPDATE",
+                           (name,)).fetchone()
+        if row is None:
+            raise ValueError(f"no source named {name!r}")
+        before = SourceInfo(name=name, **{f: row[f] for f in SOURCE_FIELDS})
+        after = SourceInfo(name=name, **{**{f: row[f] for f in SOURCE_FIELDS}, **changes})
+        conn.execute("SELECT set_config('forum.source_update', 'explicit', true)")
+        conn.execute(f"UPDATE forum.sources SET {', '.join(f'{f} = %s' for f in changes)}, updated_at = now() WHERE name = %s",
+                     (*changes.values(), name))
+        record_event(conn, "SOURCE_UPDATED", {"name": name, "reason": reason, "before": asdict(before), "after": asdict(after)})
+    return before, after
+
+
+def list_sources(db: Database) -> list[dict]:
+    with db.connection() as conn:
+        return conn.execute(
+            f"""SELECT s.name, {', '.join('s.' + f for f in SOURCE_FIELDS)}, s.updated_at,
+                       (SELECT count(*) FROM forum.documents d WHERE d.source_id = s.source_id AND d.is_current) AS documents
+                  FROM forum.sources s ORDER BY s.name""").fetchall()
 
 
 def _sync_status(conn: psycopg.Connection, records: Sequence[Record], source_ids: dict[str, int]) -> int:
@@ -146,11 +199,15 @@ def _insert_chunks(conn: psycopg.Connection, batch: PreparedBatch, source_ids: d
     return [ids.get(key, -1) for key in keys]
 
 
-def _insert_embeddings(conn: psycopg.Connection, batch: PreparedBatch, chunk_ids: list[int]) -> int:
-    model_id = conn.execute(
+def _model_id(conn: psycopg.Connection, batch: PreparedBatch) -> int:
+    return conn.execute(
         "SELECT forum.ensure_embedding_model(%s, %s, %s, %s) AS id",
         (batch.embedder_name, batch.embedder_engine, batch.embedder_version, batch.dim),
     ).fetchone()["id"]
+
+
+def _insert_embeddings(conn: psycopg.Connection, batch: PreparedBatch, chunk_ids: list[int]) -> int:
+    model_id = _model_id(conn, batch)
     written = 0
     with conn.cursor().copy("COPY forum.embeddings (chunk_id, model_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
         copy.set_types(["int8", "int4", "vector"])
@@ -161,6 +218,21 @@ def _insert_embeddings(conn: psycopg.Connection, batch: PreparedBatch, chunk_ids
     return written
 
 
+def _insert_stored_embeddings(conn: psycopg.Connection, batch: PreparedBatch) -> int:
+    """Vectors for chunks stored earlier. Another run with the same new embedder may have written some
+    since this batch looked (COPY has no ON CONFLICT): they go through a temporary table, and what
+    exists already is skipped."""
+    model_id = _model_id(conn, batch)
+    conn.execute("CREATE TEMPORARY TABLE stored_vectors (chunk_id bigint, embedding vector) ON COMMIT DROP")
+    with conn.cursor().copy("COPY stored_vectors (chunk_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "vector"])
+        for chunk, vector in zip(batch.stored_chunks, batch.stored_embeddings):
+            copy.write_row((chunk.chunk_id, vector))
+    return conn.execute(
+        """INSERT INTO forum.embeddings (chunk_id, model_id, embedding)
+           SELECT chunk_id, %s, embedding FROM stored_vectors ON CONFLICT DO NOTHING""", (model_id,)).rowcount
+
+
 def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch, *, run_id: str | None = None) -> WriteResult:
     """Write one validated batch atomically.
 
@@ -169,7 +241,7 @@ def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch
     """
     with db.transaction() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_WRITE_LOCK,))
-        source_ids = _upsert_sources(conn, [r.source for r in records])
+        source_ids = _source_ids(conn, records)
         result = WriteResult()
         if prepared.documents:
             document_ids = _insert_documents(conn, prepared, source_ids)
@@ -177,13 +249,17 @@ def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch
             result.documents_added = len(document_ids)
             result.chunks_added = sum(1 for c in chunk_ids if c >= 0)
             result.embeddings_added = _insert_embeddings(conn, prepared, chunk_ids)
+        if prepared.stored_chunks:
+            result.stored_chunks_embedded = _insert_stored_embeddings(conn, prepared)
+            result.embeddings_added += result.stored_chunks_embedded
         # After the inserts, every record's content is stored: bring current version and flags in
         # line (a no-op for what was just inserted, whatever `prepared` claimed was new).
         result.status_changes = _sync_status(conn, records, source_ids)
-        if result.documents_added or result.status_changes:
+        if result.documents_added or result.status_changes or result.stored_chunks_embedded:
             result.event_id = record_event(conn, "INGEST_BATCH", {
                 "documents_added": result.documents_added, "chunks_added": result.chunks_added,
                 "embeddings_added": result.embeddings_added, "status_changes": result.status_changes,
+                "stored_chunks_embedded": result.stored_chunks_embedded,
                 "embedder": prepared.embedder_name or None,
                 "sources": sorted({r.source.name for r in records}),
                 "origins": [records[0].metadata.get("origin"), records[-1].metadata.get("origin")],

@@ -14,7 +14,9 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
+from forum_atlas.forecasting.backtest import SeriesSource
 from forum_atlas.forecasting.binding import BindingError, BoundQuestion
+from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.forecasting.forecast import ForecastRecord
 from forum_atlas.forecasting.lane import LaneQuestion, series_frequency
 from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
@@ -22,10 +24,37 @@ from forum_atlas.series.connectors.base import FetchedVintage
 from forum_atlas.series.connectors.file import FileConnector
 from forum_atlas.series.coverage import coverage_error, uncovered_dates
 from forum_atlas.series.parsing import Observation
-from forum_atlas.series.registry import series_info
+from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, SeriesRegistry
 from forum_atlas.store.db import Database, record_event
 
-# ---------------------------------------------------------------- series and vintages
+# ---------------------------------------------------------------- series registry and vintages
+
+
+def series_registry(conn: psycopg.Connection) -> SeriesRegistry:
+    """Every registered series (forum.series): the ids forecasts may be bound to."""
+    rows = conn.execute("SELECT series_id, title, frequency, units, publisher FROM forum.series ORDER BY series_id"
+                        ).fetchall()
+    return SeriesRegistry(SeriesInfo(**row) for row in rows)
+
+
+def register_series(conn: psycopg.Connection, info: SeriesInfo) -> bool:
+    """Register a series (validated by SeriesInfo); True if it is new. Registering the same id again
+    with other fields is refused: bindings already cite the registered row."""
+    row = conn.execute(
+        """INSERT INTO forum.series (series_id, title, frequency, units, publisher, citation)
+           VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (series_id) DO NOTHING RETURNING series_id""",
+        (info.series_id, info.title, info.frequency, info.units, info.publisher, info.citation),
+    ).fetchone()
+    if row is None:
+        existing = series_registry(conn).info(info.series_id)
+        if existing != info:
+            raise SeriesRegistrationError(f"series {info.series_id} is already registered as {existing}; nothing "
+                                          "was changed")
+        return False
+    record_event(conn, "SERIES_REGISTERED", {"series_id": info.series_id, "title": info.title,
+                                             "frequency": info.frequency, "units": info.units,
+                                             "publisher": info.publisher})
+    return True
 
 
 def _vintage_dates(conn: psycopg.Connection, vintage_id: int) -> list[date]:
@@ -68,12 +97,7 @@ def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, partial:
     Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry, and
     VintageCoverageError for a full vintage that covers less than its neighbours (FC-10) — with
     `partial`, such a file is stored as partial instead: kept, listed, never the newest vintage."""
-    info = series_info(fetched.series_id)
-    conn.execute(
-        """INSERT INTO forum.series (series_id, title, frequency, units, publisher, citation)
-           VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (series_id) DO NOTHING""",
-        (info.series_id, info.title, info.frequency, info.units, info.publisher, info.citation),
-    )
+    series_registry(conn).info(fetched.series_id)
     # one writer of a series' vintages at a time, so two loads cannot each pass the coverage check
     conn.execute("SELECT 1 FROM forum.series WHERE series_id = %s FOR UPDATE", (fetched.series_id,))
     existing = conn.execute(
@@ -144,12 +168,23 @@ def vintage_observations(conn: psycopg.Connection, vintage_id: int) -> list[Obse
 def visible_at_issue(conn: psycopg.Connection, spec: LaneQuestion, issued_at: datetime
                      ) -> tuple[dict[str, Any], list[Observation]]:
     """The newest vintage of the question's series fetched by the issue time, and its observations."""
-    series_frequency(spec)
+    series_frequency(spec, series_registry(conn))
     vintage = latest_vintage(conn, spec.series_id, as_of=issued_at)
     if vintage is None:
         raise BindingError(f"question {spec.key!r}: no vintage of {spec.series_id} fetched by "
                            f"{issued_at.isoformat()}; load one with `atlas series load`")
     return vintage, vintage_observations(conn, vintage["vintage_id"])
+
+
+def backtest_source(conn: psycopg.Connection, series_id: str, vintage_id: int | None = None) -> SeriesSource:
+    """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
+    info = series_registry(conn).info(series_id)
+    vintage = get_vintage(conn, vintage_id) if vintage_id is not None else latest_vintage(conn, series_id)
+    if vintage is None or vintage["series_id"] != series_id:
+        which = f"vintage #{vintage_id}" if vintage_id is not None else "full vintage"
+        raise ValueError(f"no stored {which} of {series_id}; load one with `atlas series load`")
+    return SeriesSource(series_id, info.frequency, SeriesView.of(vintage_observations(conn, vintage["vintage_id"])),
+                        f"{series_id} vintage {vintage['label']} (#{vintage['vintage_id']})")
 
 
 def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageData:
@@ -168,10 +203,11 @@ def load_series_files(db: Database, paths: Sequence[Path | str], *, fetched_at: 
     and not stored again. A file covering less than the vintage before it refuses the whole load
     (VintageCoverageError) unless `partial`: then every file is stored as partial (FC-10)."""
     fetched = [FileConnector(p, label=label, fetched_at=fetched_at).read(Path(p)) for p in paths]
-    for vintage in fetched:
-        series_info(vintage.series_id)
     results = []
     with db.transaction() as conn:
+        registry = series_registry(conn)
+        for vintage in fetched:
+            registry.info(vintage.series_id)
         for vintage in fetched:
             vintage_id, created = store_vintage(conn, vintage, partial=partial)
             stored_partial = conn.execute("SELECT partial FROM forum.series_vintages WHERE vintage_id = %s",
@@ -217,6 +253,11 @@ def insert_forecast(conn: psycopg.Connection, record: ForecastRecord, *, run_id:
 
 
 def binding_exists(conn: psycopg.Connection, key: str, target_date: date) -> bool:
+    """Whether the question is bound already. Takes a transaction-scoped lock on (key, target date) first,
+    so two lane runs at once (a manual run while the schedule fires) bind it once: the second waits for
+    the first to commit, then finds its binding and reports "already bound" instead of a UniqueViolation."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('forum.forecast_bindings'), hashtext(%s))",
+                 (f"{key}@{target_date.isoformat()}",))
     return conn.execute(
         "SELECT 1 FROM forum.forecast_bindings WHERE question_key = %s AND target_date = %s", (key, target_date)
     ).fetchone() is not None

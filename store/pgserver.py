@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 _HANDLE_FILE = ".handle_pids.json"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -47,7 +47,7 @@ def _prune_dead_handles(pgdata: Path) -> list[int]:
         pids = json.loads(path.read_text() or "[]")
     except json.JSONDecodeError:
         pids = []
-    alive = [p for p in pids if _pid_alive(int(p))]
+    alive = [p for p in pids if pid_alive(int(p))]
     if alive != pids:
         path.write_text(json.dumps(alive))
     return alive

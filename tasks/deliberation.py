@@ -41,16 +41,20 @@ deliberation_task = task(cache_policy=NO_CACHE, persist_result=False)
 
 
 def engine_for(settings: Settings, key_secret: str | None = None) -> DeliberationEngine:
-    """The configured engine; its API key from the named Prefect Secret block, else the SDK's
-    environment variable (OPENAI_API_KEY)."""
+    """The configured engine; its API key from the named Prefect Secret block, else the providers block's
+    Secret field, else the SDK's environment variable (OPENAI_API_KEY)."""
     if settings.llm == "openai":
-        return make_deliberation_engine("openai", model=settings.llm_model, api_key=load_secret(key_secret))
+        return make_deliberation_engine("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret))
     return make_deliberation_engine(settings.llm)
+
+
+def _openai_key(settings: Settings, key_secret: str | None) -> str | None:
+    return load_secret(key_secret) or settings.api_keys.openai
 
 
 def verifier_for(settings: Settings, key_secret: str | None = None) -> SupportVerifier:
     if settings.support_verifier == "openai":
-        return make_support_verifier("openai", model=settings.llm_model, api_key=load_secret(key_secret))
+        return make_support_verifier("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret))
     return make_support_verifier(settings.support_verifier)
 
 

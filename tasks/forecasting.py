@@ -9,6 +9,7 @@ from typing import Any
 from prefect import task
 
 from forum_atlas.config import Settings
+from forum_atlas.forecasting.backtest import SeriesSource
 from forum_atlas.forecasting.binding import BindingError
 from forum_atlas.forecasting.drivers import RULE_VERSION, series_drivers
 from forum_atlas.forecasting.evidence import EvidenceSearch, attach_evidence
@@ -77,10 +78,11 @@ def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
     transaction. Already bound (same key and target) → skipped, so re-running the lane adds nothing."""
     with db.transaction() as conn:
         vintage, observations = repo.visible_at_issue(conn, spec, issued_at)
-        question = bind_question(spec, observations, issued_at)
+        registry = repo.series_registry(conn)
+        question = bind_question(spec, observations, issued_at, registry)
         if repo.binding_exists(conn, question.key, question.target_date):
             return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
-        base_rate, drivers = series_drivers(observations, question)
+        base_rate, drivers = series_drivers(observations, question, registry.info(spec.series_id).frequency)
         drivers, evidence_note = _with_evidence(db.settings, drivers)
         record = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
                                confidence_target=spec.confidence_target, issued_at=issued_at, requested_via="lane",
@@ -99,11 +101,12 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
     fails the run with nothing written, and the error lists them all."""
     problems = []
     with shared_database(settings).connection() as conn:
+        registry = repo.series_registry(conn)
         for spec in questions:
             try:
                 check_confidence_target(spec.confidence_target)
                 _, visible = repo.visible_at_issue(conn, spec, issued_at)
-                bind_question(spec, visible, issued_at)
+                bind_question(spec, visible, issued_at, registry)
             except (BindingError, ForecastInputError) as exc:
                 problems.append(str(exc))
     if problems:
@@ -114,3 +117,10 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
 def bind_lane_question(settings: Settings, spec: LaneQuestion, issued_at: datetime, run_id: str | None
                        ) -> dict[str, Any]:
     return issue_bound_forecast(shared_database(settings), spec, issued_at, run_id)
+
+
+@task(name="load-backtest-series")
+def stored_backtest_source(settings: Settings, series_id: str, vintage_id: int | None) -> SeriesSource:
+    """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
+    with shared_database(settings).connection() as conn:
+        return repo.backtest_source(conn, series_id, vintage_id)

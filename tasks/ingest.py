@@ -13,22 +13,35 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 
 from forum_atlas import ingestion
 from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.config import Settings
 from forum_atlas.embeddings import embedder_for
+from forum_atlas.embeddings.base import stats_of
 from forum_atlas.ingestion import BatchInFlight, WriteResult
 from forum_atlas.records import Format, SourceInfo, load_rows, scan_ids, to_records
 from forum_atlas.store import documents
-from forum_atlas.store.db import record_event, shared_database
+from forum_atlas.store.db import is_transient, record_event, shared_database
 from forum_atlas.validation import BatchValidationError, ValidationReport, validate_rows, validate_unique_ids
 
 # Batches are large, short-lived values: never hash or persist them.
 ingest_task = task(cache_policy=NO_CACHE, persist_result=False)
 
 
-@ingest_task
+def batch_task(name: str, **options: object):
+    """A task that handles one batch: its runs are named after it (validate-batch-12), not numbered."""
+    return task(name=name, task_run_name=f"{name}-{{batch.number}}", cache_policy=NO_CACHE, persist_result=False,
+                **options)
+
+
+def _transient(task: object, task_run: object, state: State) -> bool:
+    """Retry a write only for what a retry can fix (a lost connection, a deadlock), not refused input."""
+    return is_transient(state.result(raise_on_failure=False))
+
+
+@batch_task("load-batch")
 def load_batch(batch: BatchInFlight, source: SourceInfo | None) -> BatchInFlight:
     batch.rows = load_rows(batch.raw, source)
     return batch
@@ -49,7 +62,7 @@ def check_unique_ids(path: Path, fmt: Format) -> int:
     return len(entries)
 
 
-@ingest_task
+@batch_task("validate-batch")
 def validate_batch(batch: BatchInFlight, max_record_bytes: int, run_started: datetime) -> BatchInFlight:
     report = validate_rows(batch.rows, max_record_bytes=max_record_bytes, run_started=run_started)
     if not report.success:
@@ -58,27 +71,37 @@ def validate_batch(batch: BatchInFlight, max_record_bytes: int, run_started: dat
     return batch
 
 
-@ingest_task
+@batch_task("skip-stored")
 def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
-    """Content already stored is not chunked or embedded again."""
-    known = documents.known_versions(shared_database(settings), batch.records)
+    """Content already stored is not chunked again; its chunks are embedded only if this embedder has
+    not embedded them yet (a re-ingest with a new embedder)."""
+    db = shared_database(settings)
+    known = documents.known_versions(db, batch.records)
     batch.new_records = [r for r in batch.records if (r.source.name, r.external_id, r.content_hash) not in known]
+    stored = [r for r in batch.records if (r.source.name, r.external_id, r.content_hash) in known]
+    batch.stored_chunks = documents.chunks_without_vectors(db, stored, embedder_for(settings).name)
     return batch
 
 
-@ingest_task
+@batch_task("chunk-batch")
 def chunk_batch(batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
-    batch.prepared = ingestion.plan_chunks(batch.new_records, options)
+    batch.prepared = ingestion.plan_chunks(batch.new_records, options, batch.stored_chunks)
     return batch
 
 
-@ingest_task
+@batch_task("embed-batch")
 def embed_batch(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
     batch.prepared = ingestion.embed_chunks(batch.prepared, embedder_for(settings))
     return batch
 
 
-@task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2)
+@ingest_task
+def embedder_stats(settings: Settings) -> dict | None:
+    """The embedder's cumulative timings in this process (None if it keeps none): the run's model share."""
+    return stats_of(embedder_for(settings))
+
+
+@batch_task("write-batch", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
 def write_batch(settings: Settings, batch: BatchInFlight, run_id: str | None) -> WriteResult:
     # Safe to retry: a batch commits whole or not at all, and stored content is skipped.
     return documents.write_batch(shared_database(settings), batch.records, batch.prepared, run_id=run_id)

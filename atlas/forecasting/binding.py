@@ -3,6 +3,11 @@ or against another observation of the same series, the target observation and a 
 
     "Will CPIAUCSL for 2025-03 be > its 2025-02 value?"  -> reference_date=2025-02-01
     "Will UNRATE for 2025-06 be >= 4.5?"                  -> threshold=4.5
+
+Targets must be able to exist: a target or reference date that is not an observation date of the
+series' frequency (a Saturday for a business-daily series, the 15th for a monthly one) is refused
+— never moved to a neighbouring date. Holidays are weekdays, so they bind; an empty holiday row
+then resolves as unresolvable, never filled.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from dataclasses import asdict, dataclass
 from datetime import date, datetime
 
 from forum_atlas.scoring.resolution import check_comparator
-from forum_atlas.series.registry import series_info
+from forum_atlas.series.parsing import observation_date_problem
+from forum_atlas.series.registry import SeriesRegistry
 
 
 class BindingError(ValueError):
@@ -29,14 +35,18 @@ class BoundQuestion:
     threshold: float | None = None
     reference_date: date | None = None
 
-    def validate(self, issued_at: datetime) -> None:
+    def validate(self, issued_at: datetime, registry: SeriesRegistry) -> None:
         if not self.key.strip():
             raise BindingError("a bound question needs a non-empty key")
         try:
-            series_info(self.series_id)
+            frequency = registry.info(self.series_id).frequency
             check_comparator(self.comparator)
         except ValueError as exc:
             raise BindingError(f"question {self.key!r}: {exc}") from exc
+        for role, day in (("target", self.target_date), ("reference", self.reference_date)):
+            problem = None if day is None else observation_date_problem(day, frequency)
+            if problem:
+                raise BindingError(f"question {self.key!r}: {role} {problem}; nothing was bound")
         if (self.threshold is None) == (self.reference_date is None):
             raise BindingError(f"question {self.key!r}: give exactly one of threshold or reference_date")
         if self.threshold is not None and not (isinstance(self.threshold, (int, float))
@@ -56,7 +66,8 @@ class BoundQuestion:
 
     @property
     def text(self) -> str:
-        period = self.target_date.strftime("%Y-%m")
+        # a period starting on the 1st is named by its month; a daily observation by its date
+        period = self.target_date.strftime("%Y-%m") if self.target_date.day == 1 else self.target_date.isoformat()
         if self.reference_date is not None:
             against = f"its {self.reference_date.strftime('%Y-%m')} value"
         else:

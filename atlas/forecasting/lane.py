@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from forum_atlas.forecasting.binding import BindingError, BoundQuestion
 from forum_atlas.series.parsing import Observation
-from forum_atlas.series.registry import series_info
+from forum_atlas.series.registry import SeriesRegistry
 
 _MONTHS_PER_PERIOD = {"monthly": 1, "quarterly": 3, "annual": 12}
 
@@ -32,7 +32,7 @@ class LaneQuestion(BaseModel):
     """One configured question of the binding lane."""
 
     key: str = Field(min_length=1, description="stable id; one bound forecast per key and target date")
-    series_id: str = Field(description="FRED id, e.g. UNRATE, CPIAUCSL, FEDFUNDS, DGS10")
+    series_id: str = Field(description="a registered FRED id (`atlas series registry`), e.g. UNRATE, DGS10")
     comparator: Literal[">", ">=", "<", "<="]
     threshold: float | None = Field(default=None, description="fixed threshold (or give reference)")
     reference: Literal["previous"] | date | None = Field(
@@ -48,44 +48,45 @@ def shift_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
-def _period_months(series_id: str) -> int:
-    frequency = series_info(series_id).frequency
+def _period_months(series_id: str, frequency: str) -> int:
     if frequency not in _MONTHS_PER_PERIOD:
         raise BindingError(f"{series_id} is {frequency}: give target_date, reference and deadline explicitly")
     return _MONTHS_PER_PERIOD[frequency]
 
 
-def series_frequency(spec: LaneQuestion) -> str:
-    """The frequency of the question's series; an unknown series id is a BindingError."""
+def series_frequency(spec: LaneQuestion, registry: SeriesRegistry) -> str:
+    """The frequency of the question's series; an unregistered series id is a BindingError that lists
+    the registered ones."""
     try:
-        return series_info(spec.series_id).frequency
+        return registry.info(spec.series_id).frequency
     except ValueError as exc:
         raise BindingError(f"question {spec.key!r}: {exc}") from exc
 
 
-def bind_question(spec: LaneQuestion, visible: Sequence[Observation], issued_at: datetime) -> BoundQuestion:
+def bind_question(spec: LaneQuestion, visible: Sequence[Observation], issued_at: datetime,
+                  registry: SeriesRegistry) -> BoundQuestion:
     """Turn a configured question into a validated binding, given the observations visible at issue."""
-    frequency = series_frequency(spec)
+    frequency = series_frequency(spec, registry)
     published = [o for o in visible if o.value is not None]
     target = spec.target_date
     if target is None:
         if not published:
             raise BindingError(f"question {spec.key!r}: no published observation of {spec.series_id} at issue")
-        target = shift_months(published[-1].observation_date, _period_months(spec.series_id))
+        target = shift_months(published[-1].observation_date, _period_months(spec.series_id, frequency))
     reference: date | None
     if spec.reference == "previous":
-        reference = shift_months(target, -_period_months(spec.series_id))
+        reference = shift_months(target, -_period_months(spec.series_id, frequency))
     else:
         reference = spec.reference  # a date or None
     deadline = spec.deadline
     if deadline is None:
-        period_end = (shift_months(target, _period_months(spec.series_id)) if frequency in _MONTHS_PER_PERIOD
-                      else target + timedelta(days=1))
+        period_end = (shift_months(target, _period_months(spec.series_id, frequency))
+                      if frequency in _MONTHS_PER_PERIOD else target + timedelta(days=1))
         deadline = datetime.combine(period_end + timedelta(days=spec.deadline_days), time(0), tzinfo=timezone.utc)
     question = BoundQuestion(key=spec.key, series_id=spec.series_id, comparator=spec.comparator,
                              target_date=target, deadline=deadline, threshold=spec.threshold,
                              reference_date=reference)
-    question.validate(issued_at)
+    question.validate(issued_at, registry)
     if any(o.observation_date == target for o in published):
         raise BindingError(f"question {spec.key!r}: {spec.series_id} {target} is already published at issue; "
                            "that would not be a forecast")

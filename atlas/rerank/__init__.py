@@ -38,10 +38,11 @@ _lock = threading.Lock()
 
 def reranker_for(settings: Settings) -> Reranker:
     """The configured reranker, one per configuration and process (a local model is slow to load)."""
-    key = (settings.reranker, str(settings.reranker_model_dir))
+    options = settings.api_keys.for_provider(settings.reranker)
+    key = (settings.reranker, str(settings.reranker_model_dir), options.get("api_key"))
     with _lock:
         if key not in _shared:
-            _shared[key] = make_reranker(settings.reranker, model_dir=settings.reranker_model_dir)
+            _shared[key] = make_reranker(settings.reranker, model_dir=settings.reranker_model_dir, **options)
         return _shared[key]
 
 

@@ -18,6 +18,9 @@ Binning (documented choice):
       Brier = REL − RES + UNC + WBV − WBC   (exact)
   Both terms are 0 when every forecast in a bin is the same value.
 
+Expected calibration error (ECE) over the same bins: Σ_k (n_k / N) |p̄_k − ō_k| — the mean distance,
+per forecast, between what was forecast and what happened in its bin (0 = perfectly calibrated).
+
 Skill: BSS = 1 − Brier / Brier_ref, against climatology (the reference forecast is the observed
 base rate of the scored sample, so Brier_ref = UNC) and against a fixed base rate b (Brier_ref =
 mean((b − o)²)). A skill score is undefined (None) when its reference Brier is 0.
@@ -110,6 +113,11 @@ def murphy_decomposition(probability, outcome, *, bins: str | int = "unique") ->
         for k in np.flatnonzero(used)
     ]
     return Decomposition(reliability, resolution, uncertainty, within_var, within_cov, label, table)
+
+
+def expected_calibration_error(decomposition: Decomposition) -> float:
+    total = sum(b["n"] for b in decomposition.bins)
+    return float(sum(b["n"] * abs(b["mean_forecast"] - b["observed_frequency"]) for b in decomposition.bins) / total)
 
 
 @dataclass(frozen=True)

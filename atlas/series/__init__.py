@@ -2,7 +2,7 @@
 
 from forum_atlas.series.coverage import VintageCoverageError
 from forum_atlas.series.parsing import Observation, ParsedSeries, SeriesFormatError, parse_fred_csv
-from forum_atlas.series.registry import KNOWN_SERIES, SeriesInfo, UnknownSeriesError, series_info
+from forum_atlas.series.registry import SeriesInfo, SeriesRegistry, UnknownSeriesError
 
-__all__ = ["KNOWN_SERIES", "Observation", "ParsedSeries", "SeriesFormatError", "SeriesInfo",
-           "UnknownSeriesError", "VintageCoverageError", "parse_fred_csv", "series_info"]
+__all__ = ["Observation", "ParsedSeries", "SeriesFormatError", "SeriesInfo", "SeriesRegistry",
+           "UnknownSeriesError", "VintageCoverageError", "parse_fred_csv"]

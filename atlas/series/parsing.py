@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+import numpy as np
+
 MISSING_MARKERS = ("", ".")
 _HEADER_DATE = {"observation_date": "new", "DATE": "old"}
 _SERIES_ID = re.compile(r"^[A-Z0-9_]+$")
@@ -119,3 +121,83 @@ def parse_fred_csv(text: str, *, source: str = "<csv>") -> ParsedSeries:
     if problems:
         raise SeriesFormatError(source, problems)
     return ParsedSeries(series_id=header[1], file_format=file_format, observations=tuple(observations))
+
+
+# ---------------------------------------------------------------- frequencies and observation dates
+#
+# A FRED observation date is the first day of its period: any weekday for a (business-)daily series,
+# the 1st of the month for monthly, the 1st of Jan/Apr/Jul/Oct for quarterly, 1 January for annual.
+# Daily files list every weekday, holidays included (empty); weekends are not periods at all. So a
+# horizon or a target counts the series' own periods: business days, months, quarters, years.
+FREQUENCIES = ("daily", "weekly", "monthly", "quarterly", "annual")
+_MONTHS_PER_PERIOD = {"monthly": 1, "quarterly": 3, "annual": 12}
+
+
+def _month_index(day: date) -> int:
+    return day.year * 12 + day.month - 1
+
+
+def observation_date_problem(day: date, frequency: str) -> str | None:
+    """Why `day` cannot be an observation date of a `frequency` series (None when it can)."""
+    if frequency == "daily":
+        return None if day.weekday() < 5 else f"{day} is a {day:%A}: a business-daily series has no weekend dates"
+    if frequency == "weekly":
+        return None  # FRED weekly series end on a series-specific weekday; only the stored dates say which
+    months = _MONTHS_PER_PERIOD.get(frequency)
+    if months is None:
+        raise ValueError(f"unknown frequency {frequency!r}; expected one of {', '.join(FREQUENCIES)}")
+    if day.day != 1 or (day.month - 1) % months:
+        starts = {"monthly": "the 1st of a month", "quarterly": "1 January, April, July or October",
+                  "annual": "1 January"}[frequency]
+        return (f"{day} is not an observation date of a {frequency} series (FRED dates each period by its start: "
+                f"{starts})")
+    return None
+
+
+def periods_between(earlier: date, later: date, frequency: str) -> int:
+    """How many of the series' own periods `later` lies after `earlier` (both observation dates)."""
+    if frequency == "daily":
+        return int(np.busday_count(earlier, later))
+    if frequency == "weekly":
+        return (later - earlier).days // 7
+    return (_month_index(later) - _month_index(earlier)) // _MONTHS_PER_PERIOD[frequency]
+
+
+def infer_frequency(dates: np.ndarray) -> str:
+    """The frequency of ascending observation dates (datetime64[D]), from their median spacing."""
+    if len(dates) < 2:
+        raise ValueError("need at least two observation dates to tell the frequency")
+    spacing = float(np.median(np.diff(dates).astype(np.int64)))
+    for frequency, upper in (("daily", 4), ("weekly", 10), ("monthly", 45), ("quarterly", 135)):
+        if spacing <= upper:
+            return frequency
+    return "annual"
+
+
+def parse_year_quarter_csv(text: str, column: str, *, source: str = "<csv>") -> ParsedSeries:
+    """One column of a quarterly `year,quarter,...` table (the statsmodels macro data file) as a
+    quarterly series dated, as FRED dates quarters, by the first day of the quarter."""
+    rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
+    if not rows or not {"year", "quarter", column} <= set(rows[0]):
+        known = ", ".join(c for c in (rows[0] if rows else {}) if c not in ("year", "quarter"))
+        raise SeriesFormatError(source, [(1, f"expected columns year, quarter and {column!r}; value columns: {known}")])
+    problems: list[tuple[int, str]] = []
+    observations: list[Observation] = []
+    for line_no, row in enumerate(rows, start=2):
+        try:
+            quarter = int(row["quarter"])
+            if quarter not in (1, 2, 3, 4):
+                raise ValueError
+            when = date(int(float(row["year"])), 3 * quarter - 2, 1)
+            value = _parse_value(row[column].strip())
+        except (ValueError, TypeError):
+            problems.append((line_no, f"year {row['year']!r}, quarter {row['quarter']!r}, value {row[column]!r}"))
+            continue
+        if observations and when <= observations[-1].observation_date:
+            problems.append((line_no, f"{when} is not after the previous row's {observations[-1].observation_date}"))
+            continue
+        observations.append(Observation(when, value))
+    if problems:
+        raise SeriesFormatError(source, problems)
+    return ParsedSeries(series_id=column.upper(), file_format="year-quarter", observations=tuple(observations))
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import instant, table
 from forum_atlas.deliberation.model import SPECIALISTS
 
@@ -59,12 +60,10 @@ def _print(view, args: argparse.Namespace) -> None:
 
 def run_ask(question: str, **parameters) -> int:
     """The deliberate flow with the environment's settings; returns the brief id."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-
     from forum_atlas.flows.deliberate import DeliberationParameters, deliberate
 
     params = DeliberationParameters(question=question, **{k: v for k, v in parameters.items() if v is not None})
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with flow_session():
         return deliberate(params)["brief_id"]
 
 

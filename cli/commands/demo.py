@@ -1,4 +1,5 @@
-"""`atlas demo`: the main job end to end on embedded defaults (embedded PostgreSQL, offline providers).
+"""`atlas demo`: the main job end to end on embedded defaults (embedded PostgreSQL, offline providers, the
+local ONNX all-MiniLM-L6-v2 embedder unless ATLAS_EMBEDDER says otherwise).
 
 All flows run in this one process, so the temporary Prefect API starts once.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import table
 from forum_atlas.resources import data_file
 
@@ -29,9 +31,7 @@ def _heading(text: str) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with flow_session():
         return _run(args.report_dir)
 
 

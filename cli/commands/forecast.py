@@ -1,16 +1,19 @@
 """`atlas forecast …`, `atlas series …`, `atlas score …`, `atlas accuracy`.
 
 Commands that run a flow (forecast ask/lane/demo, score nightly/backfill) import Prefect inside
-their handler; series load/list, forecast show and accuracy read and write the database directly.
+their handler; series load/list/register, forecast show/backtest and accuracy run without Prefect
+(the `backtest-forecasts` deployment runs the same backtest as a flow).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from forum_atlas.cli.output import day, instant, table
+from forum_atlas.series.parsing import FREQUENCIES
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -32,6 +35,24 @@ def register(groups: argparse._SubParsersAction) -> None:
     show = fc_sub.add_parser("show", help="a forecast, its binding, live state and every score version")
     show.add_argument("forecast_id", type=int)
     show.set_defaults(handler=_show)
+    backtest = fc_sub.add_parser("backtest", help="rolling-origin backtest of the lane's rule on a series vintage")
+    backtest.add_argument("source", metavar="FILE_OR_SERIES_ID",
+                          help="a FRED CSV file (or a year/quarter table), or a registered id (newest stored vintage)")
+    backtest.add_argument("--horizon", default="30d", help="30d, 1m, 1q or N periods of the series (default 30d)")
+    backtest.add_argument("--every", type=int, default=1, help="an origin every K-th published observation")
+    backtest.add_argument("--from", dest="start", type=day, help="first origin date")
+    backtest.add_argument("--to", dest="end", type=day, help="last origin date")
+    backtest.add_argument("--comparator", choices=[">", ">=", "<", "<="], default=">")
+    against = backtest.add_mutually_exclusive_group()
+    against.add_argument("--threshold", type=float, help="compare the target with this fixed value")
+    against.add_argument("--against-origin", action="store_true", help="compare with the origin's value (default)")
+    backtest.add_argument("--rule", choices=["v2", "v1"], default="v2", help="v1: the rule before issue 11")
+    backtest.add_argument("--column", help="column of a year/quarter table (default realgdp)")
+    backtest.add_argument("--vintage", type=int, help="stored vintage id when the source is a series id")
+    backtest.add_argument("--seed", type=int, default=0)
+    backtest.add_argument("--json", action="store_true")
+    backtest.add_argument("--out", type=Path, help="write backtest.md, backtest.json and reliability.png here")
+    backtest.set_defaults(handler=_backtest)
     demo = fc_sub.add_parser("demo", help="bind, resolve and score real FRED questions offline; print Accuracy")
     demo.add_argument("--series-dir", type=Path)
     demo.add_argument("--report-dir", type=Path)
@@ -52,6 +73,15 @@ def register(groups: argparse._SubParsersAction) -> None:
     listing = series_sub.add_parser("list", help="stored vintages")
     listing.add_argument("--series")
     listing.set_defaults(handler=_series_list)
+    register = series_sub.add_parser("register", help="register a series so forecasts can be bound to it")
+    register.add_argument("series_id")
+    register.add_argument("--title", required=True)
+    register.add_argument("--frequency", required=True, choices=FREQUENCIES)
+    register.add_argument("--units", required=True)
+    register.add_argument("--publisher", required=True)
+    register.set_defaults(handler=_series_register)
+    registry = series_sub.add_parser("registry", help="the registered series (bindable ids)")
+    registry.set_defaults(handler=_series_registry)
 
     score = groups.add_parser("score", help="resolve and Brier-score bound forecasts")
     score_sub = score.add_subparsers(dest="score_command", required=True)
@@ -126,6 +156,36 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backtest(args: argparse.Namespace) -> int:
+    from forum_atlas.forecasting.backtest import BacktestSpec, horizon_periods, read_series_file, run_backtest
+
+    if Path(args.source).is_file():
+        series = read_series_file(Path(args.source), args.column)
+    else:
+        from forum_atlas.store.db import Database
+        from forum_atlas.store.forecasts import backtest_source
+
+        with Database.open() as db, db.connection() as conn:
+            series = backtest_source(conn, args.source, args.vintage)
+    spec = BacktestSpec(horizon=horizon_periods(args.horizon, series.frequency), every=args.every, start=args.start,
+                        end=args.end, comparator=args.comparator, threshold=args.threshold, rule=args.rule,
+                        seed=args.seed)
+    result = run_backtest(series, spec)
+    summary = {k: v for k, v in result.summary().items() if k != "reliability_bins"}
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(table(["measure", "value"], [(k, f"{v:.4f}" if isinstance(v, float) else v)
+                                           for k, v in summary.items()]))
+        for note in result.notes:
+            print(f"note: {note}")
+    print(f"elapsed: {result.seconds:.2f} s", file=sys.stderr)  # timing varies; stdout stays reproducible
+    if args.out:
+        for kind, path in result.write(args.out).items():
+            print(f"wrote {kind}: {path}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from forum_atlas.cli.forecast_demo import run_forecast_demo
 
@@ -160,6 +220,30 @@ def _series_list(args: argparse.Namespace) -> int:
                   r["row_count"], r["missing"], r["first_date"], r["last_date"], r["content_hash"][:12],
                   "partial (never used)" if r["partial"] else "full")
                  for r in rows]))
+    return 0
+
+
+def _series_register(args: argparse.Namespace) -> int:
+    from forum_atlas.series.registry import SeriesInfo
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.forecasts import register_series
+
+    info = SeriesInfo(args.series_id, args.title, args.frequency, args.units, args.publisher)
+    with Database.open() as db, db.transaction() as conn:
+        created = register_series(conn, info)
+    print(f"{info.series_id}: {'registered' if created else 'already registered'} ({info.frequency}); "
+          f"cite as: {info.citation}")
+    return 0
+
+
+def _series_registry(args: argparse.Namespace) -> int:
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.forecasts import series_registry
+
+    with Database.open() as db, db.connection() as conn:
+        registry = series_registry(conn)
+    print(table(["series", "frequency", "units", "publisher", "title"],
+                [(i.series_id, i.frequency, i.units, i.publisher, i.title) for i in registry.values()]))
     return 0
 
 

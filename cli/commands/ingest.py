@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import table
+from forum_atlas.config import EMBEDDER_NAMES
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -15,7 +17,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=1000)
     p.add_argument("--chunk-chars", type=int, default=1200, help="largest chunk, in characters")
     p.add_argument("--overlap-chars", type=int, default=200, help="whole sentences repeated between chunks, at most this long")
-    p.add_argument("--embedder", choices=["hashed", "minilm", "voyage", "openai"], help="default: ATLAS_EMBEDDER or hashed")
+    p.add_argument("--embedder", choices=EMBEDDER_NAMES, help="default: ATLAS_EMBEDDER, else onnx-minilm")
     p.add_argument("--index-mode", choices=["auto", "incremental", "rebuild"], default="auto",
                    help="auto rebuilds the HNSW index after a load that could double what is stored")
     src = p.add_argument_group("source of a folder of files")
@@ -24,7 +26,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     src.add_argument("--quality", type=int, help="1–5")
     src.add_argument("--licence")
     src.add_argument("--source-url")
-    src.add_argument("--sector", default="general")
+    src.add_argument("--sector", help="default: a known source keeps its own, a new one gets general")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_ingest)
 
@@ -39,12 +41,9 @@ def source_params(args: argparse.Namespace):
 
 
 def run_ingest(path: str, **options) -> dict:
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-
     from forum_atlas.flows.ingest import ingest
 
-    # The CLI waits for the flow anyway; a heartbeat thread would only add ~1 s at exit.
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with flow_session():
         return ingest(path, **options)
 
 

@@ -1,6 +1,7 @@
 """`atlas search "…"`: hybrid retrieval (BM25 + dense → RRF → rerank) from the terminal.
 
-Prints the final sources with their rank in every stage. Runs no flow, so it never imports Prefect.
+Prints each stage's outcome, the dense candidates that clear the similarity threshold (RET-2) by rank,
+then the final sources with their rank in every stage. Runs no flow, so it never imports Prefect.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import json
 from datetime import datetime
 
 from forum_atlas.cli.output import instant, table
+from forum_atlas.config import EMBEDDER_NAMES
+
+DENSE_SHOWN = 5   # dense candidates listed by rank with their cosine similarity
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -21,7 +25,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.add_argument("--until", type=instant, help="published before this date")
     p.add_argument("--rrf-k", type=int, default=50, help="Reciprocal Rank Fusion constant (default 50)")
     p.add_argument("--reranker", choices=["none", "flashrank", "cohere"], help="default: ATLAS_RERANKER or none")
-    p.add_argument("--embedder", choices=["hashed", "minilm", "voyage", "openai"], help="default: ATLAS_EMBEDDER or hashed")
+    p.add_argument("--embedder", choices=EMBEDDER_NAMES, help="default: ATLAS_EMBEDDER or onnx-minilm")
     p.add_argument("--json", action="store_true", help="print the full retrieval trace as JSON")
     p.set_defaults(handler=_search)
 
@@ -47,6 +51,11 @@ def print_result(result) -> None:
         status = stage.outcome.kind if stage.outcome else "ok"
         line = f"{stage.stage:<7} {stage.engine} ({stage.version}): {len(stage.candidates)} candidates, {status}"
         print(line + (f" — {stage.note}" if stage.note else ""))
+    dense = next((s for s in result.stages if s.stage == "dense" and s.candidates), None)
+    if dense is not None:
+        top = ", ".join(f"#{c.rank} chunk {c.chunk_id} ({c.score:.3f})" for c in dense.candidates[:DENSE_SHOWN])
+        print(f"dense candidates at cosine >= {dense.parameters['threshold']}: {len(dense.candidates)}; "
+              f"by rank: {top}{', …' if len(dense.candidates) > DENSE_SHOWN else ''}")
     if not result.sources:
         print(f"\nno sources: {result.explanation}")
         return

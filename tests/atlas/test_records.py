@@ -22,7 +22,8 @@ def test_jsonl_rows_carry_their_source_and_origin(tmp_path):
     [row] = _rows(path, "jsonl")
     assert row["origin"] == "in.jsonl:1" and row["source_importance"] == 5 and row["sector"] == "energy"
     [record] = to_records([row])
-    assert record.source == SourceInfo("Gazette", 5, 4, "OGL-3.0", None, "energy")
+    # "sector" is the document's; the source states none, so a known source keeps its own (a new one: general)
+    assert record.sector == "energy" and record.source == SourceInfo("Gazette", 5, 4, "OGL-3.0", None, None)
     assert record.published_at.isoformat() == "2024-05-01T00:00:00+00:00"
 
 
@@ -123,3 +124,13 @@ def test_chunking_a_4mb_record_is_linear_not_quadratic():
     seconds = time.perf_counter() - started
     assert batch.chunk_count > 3000
     assert seconds < 5, f"chunking 4 MB took {seconds:.1f} s (was ~31 s when the hash was recomputed per chunk)"
+
+
+def test_a_source_sector_is_its_own_and_the_default_of_its_documents(tmp_path):
+    path = tmp_path / "in.jsonl"
+    source = {"name": "Gazette", "importance": 5, "quality_score": 4, "licence": "OGL-3.0", "sector": "energy"}
+    path.write_text(json.dumps({"id": "a", "text": "A.", "source": source}) + "\n"
+                    + json.dumps({"id": "b", "text": "B.", "sector": "finance", "source": source}) + "\n")
+    first, second = to_records(_rows(path, "jsonl"))
+    assert first.source == second.source == SourceInfo("Gazette", 5, 4, "OGL-3.0", None, "energy")
+    assert (first.sector, second.sector) == ("energy", "finance")

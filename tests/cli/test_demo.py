@@ -8,9 +8,15 @@ from forum_atlas.store import native
 
 def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkeypatch, prefect_env, tmp_path, capsys):
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.delenv("ATLAS_EMBEDDER")   # the default a fresh install has: the ONNX model (conftest pins hashed)
     assert main(["demo", "--report-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"documents_added +200\b", out)
+    assert re.search(r"embedder +onnx/all-MiniLM-L6-v2-int8/windows256@384\b", out)
+    dense = re.search(r"dense candidates at cosine >= 0.45: (\d+); by rank: #1 chunk \d+ \((0\.\d+)\)", out)
+    assert dense and int(dense[1]) >= 3 and float(dense[2]) >= 0.45, "the dense stage contributes to the search"
+    share = re.search(r"embed_model_share_of_embed +(0\.\d+|1\.0)\b", out)
+    assert share and float(share[1]) > 0.5, "the ingest summary reports the model's share of the embedding time"
     engine = "C kernel atlas_bm25_" if native._compiler() else "PL/pgSQL MaxScore"
     assert "postgresql-bm25okapi" in out and f"BM25 engine: {engine}" in out and "\n1  " in out, "search printed ranked sources"
     assert "(unscoreable): p = " in out and "ci_basis: monte_carlo_sampling_95" in out

@@ -33,3 +33,12 @@ def test_a_bad_parameter_is_one_readable_line(tmp_path):
     done = atlas(tmp_path, "ask", "x")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == "atlas: error: question: String should have at least 3 characters"
+
+
+def test_the_one_line_error_carries_the_notes_of_what_a_failure_left_behind():
+    from forum_atlas.cli.main import _one_line
+
+    error = ValueError("batch 2: rows that failed validation\n| row | problem |")
+    error.add_note("committed before this failure: batches 1–1 of a.jsonl through line 10 (+10 documents, …).")
+    assert _one_line(error) == ("batch 2: rows that failed validation | row | problem | committed before this failure: "
+                                "batches 1–1 of a.jsonl through line 10 (+10 documents, …).")

@@ -34,7 +34,7 @@ def test_prefect_yaml_ships_the_lane_paused_and_scoring_nightly():
     assert lane["schedules"] == [{"cron": lane["schedules"][0]["cron"], "timezone": "UTC", "active": False}]
     nightly = _deployment("score-accuracy")
     assert nightly["schedules"][0]["active"] is True and nightly["schedules"][0]["timezone"] == "UTC"
-    for name in ("forecast", "bind-forecasts", "score-accuracy", "backfill-scores"):
+    for name in ("forecast", "bind-forecasts", "score-accuracy", "backfill-scores", "backtest-forecasts"):
         # the shipped parameters must validate against the flow's typed (pydantic) signature
         deployment = _deployment(name)
         path, function = deployment["entrypoint"].split(":")
@@ -201,3 +201,25 @@ def test_nightly_flow_fetches_a_new_vintage_over_http(prefect_env, atlas_env, db
         [vintage] = repo.list_vintages(conn)
     assert (vintage["series_id"], vintage["connector"], vintage["row_count"], vintage["missing"]) == \
         ("UNRATE", "fred-csv", 194, 1)
+
+
+def test_backtest_flow_on_a_stored_vintage_and_on_a_file_publishes_the_reliability_diagram(
+        prefect_env, atlas_env, db, shared_data, tmp_path):
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from forum_atlas.flows.backtest_forecasts import BacktestParameters, backtest_forecasts
+
+    unrate = shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv"
+    repo.load_series_files(db, [unrate])
+    stored = backtest_forecasts(BacktestParameters(source="UNRATE", horizon="1m", out_dir=str(tmp_path)))
+    from_file = backtest_forecasts(BacktestParameters(source=str(unrate), horizon="1m"))
+    assert stored["source"] == "UNRATE vintage 2026-03 (#1)" and from_file["source"] == unrate.name
+    # the same observations give the same numbers, whichever way they were read
+    assert {k: v for k, v in stored.items() if k != "source"} == {k: v for k, v in from_file.items() if k != "source"}
+    assert stored["unresolvable"] == 1 and stored["n"] > 150 and stored["rule"] == "series-shrunk-drivers-v2"
+    assert (tmp_path / "reliability.png").read_bytes()[:4] == b"\x89PNG"
+    with get_client(sync_client=True) as client:
+        [artifact, *_] = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["forecast-backtest"])))
+    assert "data:image/png;base64," in str(artifact.data) and "real-time revisions" in str(artifact.data)

@@ -1,5 +1,6 @@
 """The ingest flow end to end against the real database and a real (temporary) Prefect API."""
 
+import asyncio
 import json
 import os
 import signal
@@ -80,6 +81,13 @@ def test_a_batch_with_one_bad_row_writes_nothing_and_names_the_row(atlas_env, tm
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents WHERE external_id = %s" % repr(bad[17]["id"]).replace('"', "'")) == 0
     artifact = Artifact.get("ingest-validation-failure")
     assert artifact is not None and "bad.jsonl:18" in str(artifact.data)
+    [note] = caught.value.__notes__   # issue 10: the failure says what was committed before it
+    assert note == ("committed before this failure: batches 1–1 of bad.jsonl through line 10 (+10 documents, "
+                    f"+{_count(atlas_env, 'SELECT count(*) FROM forum.chunks')} chunks, "
+                    f"+{_count(atlas_env, 'SELECT count(*) FROM forum.embeddings')} embeddings); batch 2 (lines 11–20) "
+                    "and everything after it wrote nothing. Re-running the same command skips what is stored and "
+                    "resumes at batch 2.")
+    assert note in str(Artifact.get("ingest-failure").data)
 
     bad[17] = json.loads(lines[17])
     path.write_text("\n".join(json.dumps(r) for r in bad) + "\n", encoding="utf-8")
@@ -154,3 +162,48 @@ def test_kill_9_midway_then_rerun_ends_with_the_same_rows(atlas_env, pg_server_u
     rerun = ingest(str(corpus), batch_size=50)
     assert rerun["documents_added"] == 1500 - partial
     assert _snapshot(atlas_env) == _snapshot(reference_url)
+
+
+def test_reingesting_stored_content_with_a_new_embedder_embeds_it(atlas_env, monkeypatch):
+    """Issue 10 (4): it used to embed nothing and report success."""
+    first = ingest(SAMPLE, batch_size=64)
+    monkeypatch.setenv("ATLAS_EMBED_DIM", "128")   # another embedder: hashed-bow-v1@128
+    again = ingest(SAMPLE, batch_size=64)
+    assert (again["documents_added"], again["chunks_added"]) == (0, 0)
+    assert again["stored_chunks_embedded"] == again["embeddings_added"] == first["chunks_added"]
+    assert _count(atlas_env, "SELECT sum((payload->>'stored_chunks_embedded')::int) FROM forum.events "
+                             "WHERE kind = 'INGEST_BATCH'") == first["chunks_added"]
+    per_model = "SELECT count(*) FROM forum.embeddings e JOIN forum.embedding_models m USING (model_id) WHERE m.name = '%s'"
+    assert _count(atlas_env, per_model % "hashed-bow-v1@128") == _count(atlas_env, per_model % "hashed-bow-v1@384")
+    assert ingest(SAMPLE, batch_size=64)["stored_chunks_embedded"] == 0
+
+
+def test_a_write_that_fails_mid_run_is_reported_with_what_was_committed(atlas_env, tmp_path):
+    """Issue 10 (4): batch 2's write fails (a row rewrites its source's importance) while batch 3 is prepared."""
+    from forum_atlas.records import SourceConflictError
+
+    rows = [json.loads(line) for line in open(SAMPLE, encoding="utf-8").read().splitlines()[:30]]
+    rows[14]["source"]["importance"] = 1 if rows[14]["source"]["importance"] != 1 else 2
+    path = tmp_path / "sources.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    with pytest.raises(SourceConflictError, match=r"^sources.jsonl:15: source .* is stored with other metadata") as caught:
+        ingest(str(path), batch_size=10)
+    [note] = caught.value.__notes__
+    assert note.startswith("committed before this failure: batches 1–1 of sources.jsonl through line 10 (+10 documents")
+    assert "batch 2 (lines 11–20) and everything after it wrote nothing" in note and note.endswith("resumes at batch 2.")
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 10
+    runs = asyncio.run(_task_runs_of_latest_ingest())
+    assert {"validate-batch-1", "write-batch-1", "validate-batch-3", "write-batch-2"} <= set(runs), sorted(runs)
+    assert runs["write-batch-2"] == ("FAILED", 1), "a refused write is not retried (only transient errors are)"
+
+
+async def _task_runs_of_latest_ingest() -> dict[str, tuple[str, int]]:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    async with get_client() as client:   # the session's API also holds other tests' runs, some never started
+        [latest] = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["ingest"])),
+                                               sort=FlowRunSort.START_TIME_DESC, limit=1)
+        task_runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[latest.id])))
+    return {t.name: (t.state_type.value, t.run_count) for t in task_runs}

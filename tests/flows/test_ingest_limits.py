@@ -2,7 +2,6 @@
 the expectation named — what the writer would otherwise choke on. A refused batch writes nothing."""
 
 import json
-import os
 import time
 
 import psycopg
@@ -139,9 +138,6 @@ def test_a_raised_limit_lets_a_large_record_through_end_to_end(atlas_env, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("ATLAS_TEST_10MB_INGEST"), reason=(
-    "~400 s today: the chunk writer's offsets trigger (forum.check_chunk_offsets, sql/001) runs substr() on "
-    "the TOASTed 10 MB body once per chunk; set ATLAS_TEST_10MB_INGEST=1 to measure"))
 def test_a_10mb_record_ingests_quickly_with_the_limit_raised(atlas_env, tmp_path):
     path = _big(tmp_path, 10)
     started = time.perf_counter()
@@ -149,4 +145,6 @@ def test_a_10mb_record_ingests_quickly_with_the_limit_raised(atlas_env, tmp_path
     seconds = time.perf_counter() - started
     print(f"\n10 MB record: ingest {seconds:.2f} s end to end ({summary['chunks_added']} chunks)")
     assert summary["documents_added"] == 2 and summary["chunks_added"] > 9000
-    assert seconds < 60, f"10 MB record took {seconds:.1f} s (target 10 s; was 645 s)"
+    # A guard against the quadratic cost coming back (645 s, then 396 s); the figure against the database
+    # floor is measured by `python -m bench.large_record` (BENCHMARKS.md), not asserted here.
+    assert seconds < 60, f"10 MB record took {seconds:.1f} s (was 396 s before sql/035)"

@@ -28,7 +28,6 @@ from forum_atlas.deliberation.model import (
 )
 from forum_atlas.deliberation.quotes import WHITESPACE, normalize_whitespace, quote_in_passage
 from forum_atlas.deliberation.snapshot import canonical_json, part_digests, seal
-from forum_atlas.records import Record, SourceInfo
 from forum_atlas.store.briefs import (
     BriefNotFound,
     BriefRefused,
@@ -39,6 +38,7 @@ from forum_atlas.store.briefs import (
     verbatim_matches,
     verify_brief,
 )
+from forum_atlas.store.documents import update_source
 from tests.support.corpus import TEST_SOURCE, ingest, record
 
 TABLES = ("evidence_snapshots", "briefs", "brief_sections", "brief_claims", "citations", "provider_calls")
@@ -305,10 +305,8 @@ def test_sql_and_python_agree_on_tricky_quotes(db):
 
 def test_importance_and_quality_are_snapshotted_when_cited(db, corpus):
     first = persist_brief(db, make_record(corpus))
-    # The source is re-ingested with new importance/quality (the ingestion path updates forum.sources).
-    changed = SourceInfo(name=TEST_SOURCE.name, importance=5, quality_score=1, licence=TEST_SOURCE.licence)
-    ingest(db, [Record(external_id="storage", title="Storage outlook", text=STORAGE, source=changed,
-                       published_at=NOW - timedelta(days=3))])
+    # The source's importance/quality change (only explicitly, sql/036: an ingest row saying otherwise is refused).
+    update_source(db, TEST_SOURCE.name, {"importance": 5, "quality_score": 1}, "re-rated")
     with db.connection() as conn:
         assert conn.execute("SELECT importance, quality_score FROM forum.sources WHERE name = %s",
                             (TEST_SOURCE.name,)).fetchone() == {"importance": 5, "quality_score": 1}
@@ -317,11 +315,11 @@ def test_importance_and_quality_are_snapshotted_when_cited(db, corpus):
     second = persist_brief(db, make_record(corpus))
     new = load_brief(db, second.brief_id).sections[0].claims[0].citation
     assert (new.importance, new.quality_score) == (5, 1)
-    # A direct UPDATE of the source changes nothing either.
-    with db.transaction() as conn:
-        conn.execute("UPDATE forum.sources SET importance = 2, quality_score = 2")
+    # A later change leaves both briefs' citations as they were when cited.
+    update_source(db, TEST_SOURCE.name, {"importance": 2, "quality_score": 2}, "re-rated again")
     again = load_brief(db, first.brief_id).sections[0].claims[0].citation
     assert (again.importance, again.quality_score) == (3, 3)
+    assert (load_brief(db, second.brief_id).sections[0].claims[0].citation.importance) == 5
     assert verify_brief(db, first.brief_id) == [] and verify_brief(db, second.brief_id) == []
 
 

@@ -5,6 +5,7 @@ import dataclasses
 import psycopg
 import pytest
 
+from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.ingestion import prepare
 from forum_atlas.records import Record, SourceInfo
@@ -91,15 +92,6 @@ def test_a_new_document_that_arrives_retracted_is_never_searchable(db):
     assert _counts(db)["searchable"] == 0
 
 
-def test_source_attributes_are_updated_in_place(db):
-    _ingest(db, CORPUS[:1])
-    upgraded = dataclasses.replace(CORPUS[1], source=dataclasses.replace(SOURCE, importance=2))
-    _ingest(db, [upgraded])
-    with db.connection() as conn:
-        rows = conn.execute("SELECT name, importance FROM forum.sources").fetchall()
-    assert [(r["name"], r["importance"]) for r in rows] == [("Gazette", 2)]
-
-
 def test_a_failing_write_leaves_nothing_behind(db):
     prepared = prepare(CORPUS[:5], EMBEDDER)
     prepared.documents[4].chunks[0] = dataclasses.replace(
@@ -148,3 +140,23 @@ def test_audit_log_is_append_only_and_tamper_evident(db):
         conn.commit()
         problems, _ = verify_events(conn)
     assert [(p["event_id"], p["problem"]) for p in problems] == [(2, "row_hash does not match the row content")]
+
+
+def test_offset_check_on_multibyte_text_across_its_255_character_blocks(db):
+    """sql/035 checks offsets block by block (linear in the document): chunks that cross block boundaries of
+    a multibyte text pass; a chunk shifted by one character, or reaching past the end, is refused."""
+    text = " ".join(f"Naïve café — ε{i} ∑ résumé. " for i in range(120))   # ~3,400 characters, multibyte
+    record = _record("mb", text)
+    prepared = prepare([record], EMBEDDER, ChunkingOptions(max_chars=300, overlap_chars=60))
+    assert len(prepared.documents[0].chunks) > 10
+    assert write_batch(db, [record], prepared).chunks_added == len(prepared.documents[0].chunks)
+
+    shifted = _record("mb2", text)
+    one_off = {"start": 256, "end": 256 + 40, "text": text[255:295]}
+    past_the_end = {"start": len(text) - 5, "end": len(text) + 5, "text": text[-5:] + "XXXXX"}
+    for change in (one_off, past_the_end):
+        bad = prepare([shifted], EMBEDDER, ChunkingOptions(max_chars=300, overlap_chars=60))
+        first = bad.documents[0].chunks[0]
+        bad.documents[0].chunks[0] = dataclasses.replace(first, chunk=dataclasses.replace(first.chunk, **change))
+        with pytest.raises(psycopg.errors.CheckViolation, match="does not match its document at its offsets"):
+            write_batch(db, [shifted], bad)

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from forum_atlas.forecasting.backtest import read_series_file
 from forum_atlas.forecasting.binding import BindingError
+from forum_atlas.forecasting.drivers import RULE_VERSION
 from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.forecasting.montecarlo import ForecastInputError
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.series.parsing import SeriesFormatError
-from forum_atlas.series.registry import UnknownSeriesError
+from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, UnknownSeriesError
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.scores import accuracy_report, run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
@@ -206,3 +209,78 @@ def test_state_view_names_the_current_scoring_version(db):
     with db.connection() as conn:
         definition = conn.execute("SELECT pg_get_viewdef('forum.forecast_states_current') AS d").fetchone()["d"]
     assert f"'{SCORING_VERSION}'" in definition
+
+
+def _fred_csv(path: Path, series_id: str, dates, values) -> Path:
+    path.write_text(f"observation_date,{series_id}\n" + "".join(f"{d},{v:g}\n" for d, v in zip(dates, values)))
+    return path
+
+
+def test_a_registered_new_series_binds_and_resolves(db, series, tmp_path):
+    """The registry is data: a series registered at run time loads, binds and resolves like the
+    seeded four. Its rows are real: the unemployment column of the quarterly statsmodels table."""
+    macro = read_series_file(series / "statsmodels_macrodata_1959Q1-2009Q3.csv", "unemp").view
+    dates = macro.dates.astype(date)
+    before_2009 = dates < date(2009, 1, 1)
+    older = _fred_csv(tmp_path / "MACROUNEMP__fred_vintage_2009-01.csv", "MACROUNEMP", dates[before_2009],
+                      macro.values[before_2009])
+    newer = _fred_csv(tmp_path / "MACROUNEMP__fred_vintage_2009-11.csv", "MACROUNEMP", dates, macro.values)
+    spec = LaneQuestion(key="macro-unemp-up", series_id="MACROUNEMP", comparator=">", reference="previous")
+    with pytest.raises(UnknownSeriesError, match="known series are CPIAUCSL, DGS10, FEDFUNDS, UNRATE"):
+        repo.load_series_files(db, [older])
+    with pytest.raises(BindingError, match="unknown series id 'MACROUNEMP': known series are CPIAUCSL, DGS10"):
+        issue_bound_forecast(db, spec, at(2009, 2, 1), None)
+    info = SeriesInfo("MACROUNEMP", "US unemployment rate, quarterly (statsmodels macrodata)", "quarterly",
+                      "percent", "statsmodels (public domain), from U.S. Bureau of Labor Statistics")
+    with db.transaction() as conn:
+        assert repo.register_series(conn, info)
+        assert not repo.register_series(conn, info)  # the same row again: nothing to do
+        with pytest.raises(SeriesRegistrationError, match="already registered"):
+            repo.register_series(conn, replace(info, units="per cent of the labour force"))
+    repo.load_series_files(db, [older, newer])
+    bound = issue_bound_forecast(db, spec, at(2009, 2, 1), None, seed=5)
+    with db.connection() as conn:
+        row = repo.get_forecast(conn, bound["forecast_id"])
+        assert sorted(repo.series_registry(conn)) == ["CPIAUCSL", "DGS10", "FEDFUNDS", "MACROUNEMP", "UNRATE"]
+    assert (row["target_date"], row["reference_date"]) == (date(2009, 1, 1), date(2008, 10, 1))
+    assert row["engine"]["drivers"] == RULE_VERSION
+    run = nightly(db, at(2009, 11, 2))
+    assert (run.resolved, run.unresolvable) == (1, 0)
+    with db.connection() as conn:
+        [score] = repo.scores_for(conn, bound["forecast_id"])
+    assert (score["reference_value"], score["target_value"], score["outcome"]) == (6.9, 8.1, 1)
+
+
+def test_targets_that_cannot_exist_are_refused_and_nothing_is_written(db, series):
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    before = counts(db)
+    mid_month = LaneQuestion(key="u", series_id="UNRATE", comparator=">", threshold=4.0, target_date=date(2025, 6, 15))
+    with pytest.raises(BindingError, match="2025-06-15 is not an observation date of a monthly series"):
+        issue_bound_forecast(db, mid_month, at(2025, 4, 15), None)
+    assert counts(db) == before
+
+
+def test_two_lane_runs_binding_the_same_question_at_once_bind_it_once(db, series):
+    """Issue 13 (1): the loser of the race reports "already bound", never a UniqueViolation."""
+    import threading
+
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    question = LaneQuestion(key="unrate-race", series_id="UNRATE", comparator=">", reference="previous",
+                            target_date=date(2026, 6, 1), deadline=at(2026, 8, 31))
+    for trial in range(3):
+        spec = question.model_copy(update={"key": f"unrate-race-{trial}"})
+        barrier, outcomes = threading.Barrier(2, timeout=60), []
+
+        def bind(spec=spec, barrier=barrier, outcomes=outcomes):
+            barrier.wait()
+            try:
+                outcomes.append(issue_bound_forecast(db, spec, at(2026, 4, 15), None, seed=1)["status"])
+            except Exception as exc:  # noqa: BLE001 — asserted below
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=bind) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["already bound", "bound"], outcomes

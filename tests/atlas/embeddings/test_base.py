@@ -67,5 +67,5 @@ def test_make_embedder_hashed_and_unknown_names():
     assert make_embedder("hashed", dim=64).dim == 64
     with pytest.raises(TypeError):
         make_embedder("hashed", model="voyage-3")
-    with pytest.raises(ValueError, match="choose hashed, minilm, voyage or openai"):
+    with pytest.raises(ValueError, match="choose onnx-minilm, hashed, minilm, voyage, openai"):
         make_embedder("bm25")

@@ -7,8 +7,16 @@ from datetime import date, datetime, timezone
 import pytest
 
 from forum_atlas.series.connectors import FileConnector
-from forum_atlas.series.parsing import SeriesFormatError, parse_fred_csv
-from forum_atlas.series.registry import UnknownSeriesError, series_info
+import numpy as np
+
+from forum_atlas.series.parsing import (
+    SeriesFormatError,
+    infer_frequency,
+    observation_date_problem,
+    parse_fred_csv,
+    periods_between,
+)
+from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, SeriesRegistry, UnknownSeriesError
 
 
 def test_new_format_keeps_the_never_published_month_as_missing(shared_data):
@@ -58,6 +66,53 @@ def test_wrong_header_is_refused(shared_data):
         parse_fred_csv((shared_data / "series" / "statsmodels_macrodata_1959Q1-2009Q3.csv").read_text())
 
 
-def test_unknown_series_id():
-    with pytest.raises(UnknownSeriesError, match="unknown series id 'NOPE'.*CPIAUCSL"):
-        series_info("NOPE")
+def test_unknown_series_id_lists_the_registered_ones():
+    registry = SeriesRegistry([SeriesInfo("CPIAUCSL", "CPI", "monthly", "index", "BLS"),
+                               SeriesInfo("DGS10", "10-year yield", "daily", "percent", "FRB")])
+    assert registry.info("DGS10").frequency == "daily"
+    with pytest.raises(UnknownSeriesError, match="unknown series id 'NOPE': known series are CPIAUCSL, DGS10"):
+        registry.info("NOPE")
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(title=" "), "title must be given"),
+    (dict(units="", publisher=""), "units, publisher must be given"),
+    (dict(frequency="hourly"), "frequency 'hourly' is not one of"),
+    (dict(series_id="gdp-1"), "is not a FRED id"),
+])
+def test_a_series_is_registered_only_with_all_its_fields(fields, message):
+    row = dict(series_id="GDPC1", title="Real GDP", frequency="quarterly", units="billions of chained 2017 dollars",
+               publisher="U.S. Bureau of Economic Analysis")
+    with pytest.raises(SeriesRegistrationError, match=message):
+        SeriesInfo(**{**row, **fields})
+
+
+@pytest.mark.parametrize("day, frequency, problem", [
+    (date(2021, 1, 16), "daily", "is a Saturday"),
+    (date(2021, 1, 17), "daily", "is a Sunday"),
+    (date(2021, 1, 18), "daily", None),            # a holiday is a weekday: an (empty) observation date
+    (date(2025, 6, 15), "monthly", "not an observation date of a monthly series"),
+    (date(2025, 6, 1), "monthly", None),
+    (date(2025, 5, 1), "quarterly", "1 January, April, July or October"),
+    (date(2025, 7, 1), "quarterly", None),
+    (date(2025, 7, 1), "annual", "1 January"),
+])
+def test_observation_dates_by_frequency(day, frequency, problem):
+    found = observation_date_problem(day, frequency)
+    assert found is None if problem is None else problem in found
+
+
+def test_periods_are_the_series_own():
+    assert periods_between(date(2021, 1, 1), date(2021, 2, 1), "daily") == 21  # business days, not 31
+    assert periods_between(date(2024, 11, 1), date(2025, 2, 1), "monthly") == 3
+    assert periods_between(date(2024, 10, 1), date(2025, 4, 1), "quarterly") == 2
+
+
+def test_frequency_is_read_off_the_dates(shared_data):
+    daily = FileConnector(shared_data / "series" / "DGS10__fred_daily_1962-2021_oldformat.csv",
+                          fetched_at=datetime(2021, 1, 5, tzinfo=timezone.utc)).fetch("DGS10").series
+    monthly = FileConnector(shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv").fetch("UNRATE").series
+    for parsed, frequency in ((daily, "daily"), (monthly, "monthly")):
+        dates = np.array([o.observation_date for o in parsed.observations], dtype="datetime64[D]")
+        assert infer_frequency(dates) == frequency
+        assert all(observation_date_problem(d, frequency) is None for d in dates.astype(date))

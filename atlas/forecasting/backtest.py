@@ -1,0 +1,251 @@
+"""Rolling-origin backtest of the lane's driver rule on one series vintage (issue 11).
+
+At each origin t (every K-th published observation) the rule sees only the rows dated on or before
+t — the arrays are cut at t before the rule is called — and forecasts "will the value h periods
+after t be <cmp> the value at t" (or a fixed threshold) through the same `make_forecast` the lane
+uses, with a seed derived from the run's seed and the origin, so the same command prints the same
+numbers. Each question is resolved on the same file: an empty target is counted as unresolvable,
+never filled. A single vintage cannot reproduce real-time revisions: every origin sees today's
+revised values of its past, not what was published then.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+from time import perf_counter
+
+import numpy as np
+
+from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.drivers import (
+    LEGACY_RULE_VERSION,
+    PERIODS_PER_YEAR,
+    RULE_VERSION,
+    SeriesView,
+    drivers_for,
+    legacy_drivers_for,
+)
+from forum_atlas.forecasting.forecast import make_forecast
+from forum_atlas.forecasting.montecarlo import ForecastInputError
+from forum_atlas.scoring.metrics import (
+    REPORT_BINS,
+    accuracy_metrics,
+    expected_calibration_error,
+    skill,
+)
+from forum_atlas.scoring.reliability import reliability_png
+from forum_atlas.scoring.resolution import COMPARATORS, check_comparator
+from forum_atlas.series.parsing import infer_frequency, parse_fred_csv, parse_year_quarter_csv
+
+REVISIONS_NOTE = ("One vintage cannot reproduce real-time revisions: each origin sees the file's (revised) "
+                  "values of its past, not what was published at the time.")
+RULES = {"v2": RULE_VERSION, "v1": LEGACY_RULE_VERSION}
+DEFAULT_TABLE_COLUMN = "realgdp"  # of a year/quarter table such as the statsmodels macro data
+_HORIZON = re.compile(r"^(\d+)([dmq]?)$")
+_DAYS_PER_YEAR = 365.25
+_UNIT_PER_YEAR = {"d": _DAYS_PER_YEAR, "m": 12.0, "q": 4.0}
+
+
+def horizon_periods(text: str, frequency: str) -> int:
+    """'30d', '1m', '1q' or a bare N (the series' own periods) → periods of a `frequency` series:
+    a daily series has 261 business days a year, so 30d → 21, 1m → 22, 1q → 65."""
+    match = _HORIZON.match(text.strip())
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(f"horizon {text!r} is not 30d, 1m, 1q or a positive number of periods")
+    count, unit = int(match.group(1)), match.group(2)
+    if not unit:
+        return count
+    periods = round(count * PERIODS_PER_YEAR[frequency] / _UNIT_PER_YEAR[unit])
+    if periods < 1:
+        raise ValueError(f"horizon {text!r} is shorter than one period of a {frequency} series")
+    return periods
+
+
+@dataclass(frozen=True)
+class SeriesSource:
+    series_id: str
+    frequency: str
+    view: SeriesView
+    label: str
+
+
+def read_series_file(path: Path, column: str | None = None) -> SeriesSource:
+    """A FRED CSV export (either format), or one column of a quarterly `year,quarter,...` table
+    (default realgdp); the frequency is read off the dates."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip("\ufeff").startswith(('"year"', "year")):
+        column = column or DEFAULT_TABLE_COLUMN
+        parsed = parse_year_quarter_csv(text, column, source=str(path))
+        label = f"{path.name} column {column}"
+    else:
+        parsed = parse_fred_csv(text, source=str(path))
+        label = path.name
+    view = SeriesView.of(parsed.observations)
+    return SeriesSource(parsed.series_id, infer_frequency(view.dates), view, label)
+
+
+@dataclass(frozen=True)
+class BacktestSpec:
+    horizon: int                       # periods of the series
+    every: int = 1                     # an origin every K-th published observation
+    start: date | None = None          # first origin date (inclusive)
+    end: date | None = None            # last origin date (inclusive)
+    comparator: str = ">"
+    threshold: float | None = None     # None: against the value at the origin
+    rule: str = "v2"
+    seed: int = 0
+    confidence_target: float = 0.9
+
+    def __post_init__(self) -> None:
+        check_comparator(self.comparator)
+        if self.horizon < 1 or self.every < 1:
+            raise ValueError("horizon and every must be at least 1")
+        if self.rule not in RULES:
+            raise ValueError(f"rule {self.rule!r} is not one of {', '.join(RULES)}")
+
+
+@dataclass(frozen=True)
+class BacktestRow:
+    origin: date
+    target: date
+    probability: float
+    base_rate: float
+    outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
+
+
+@dataclass
+class BacktestResult:
+    series_id: str
+    frequency: str
+    source: str
+    spec: BacktestSpec
+    rule_version: str
+    rows: list[BacktestRow]
+    skipped_origins: int                # too little history before them for the rule
+    seconds: float
+    metrics: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=lambda: [REVISIONS_NOTE])
+
+    def summary(self) -> dict:
+        return {"series": self.series_id, "frequency": self.frequency, "source": self.source,
+                "rule": self.rule_version, "horizon_periods": self.spec.horizon, "every": self.spec.every,
+                "comparator": self.spec.comparator,
+                "against": "origin value" if self.spec.threshold is None else self.spec.threshold,
+                "origins": len(self.rows), "skipped_origins": self.skipped_origins, **self.metrics}
+
+    def as_dict(self) -> dict:
+        data = {"summary": self.summary(), "spec": asdict(self.spec), "notes": self.notes, "seconds": self.seconds,
+                "rows": [asdict(r) for r in self.rows]}
+        return json.loads(json.dumps(data, default=str))
+
+    def markdown(self) -> str:
+        m = self.metrics
+        question = (f"Source {self.source}; horizon {self.spec.horizon} periods; origin every {self.spec.every} "
+                    f"published observation(s); question: value at target {self.spec.comparator} "
+                    f"{'value at origin' if self.spec.threshold is None else self.spec.threshold}.")
+        lines = [f"# Backtest: {self.series_id} ({self.frequency}), {self.rule_version}", "", question, "",
+                 "| measure | value |", "|---|---|"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in self.summary().items() if k != "reliability_bins"]
+        if m.get("reliability_bins"):
+            lines += ["", "| bin | n | mean forecast | observed frequency |", "|---|---|---|---|"]
+            lines += [f"| [{b['lower']:.1f}, {b['upper']:.1f}] | {b['n']} | {b['mean_forecast']:.3f} | "
+                      f"{b['observed_frequency']:.3f} |" for b in m["reliability_bins"]]
+        lines += ["", *[f"- {note}" for note in self.notes]]
+        return "\n".join(lines) + "\n"
+
+    def reliability_png(self) -> bytes | None:
+        if self.metrics.get("n", 0) == 0:
+            return None
+        resolved = [r for r in self.rows if r.outcome is not None]
+        decomposition = accuracy_metrics([r.probability for r in resolved], [r.outcome for r in resolved],
+                                         bins=REPORT_BINS).decomposition
+        return reliability_png(decomposition, title=f"Backtest {self.series_id}, h = {self.spec.horizon}, "
+                                                    f"{self.rule_version}")
+
+    def write(self, directory: Path) -> dict[str, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = {"markdown": directory / "backtest.md", "json": directory / "backtest.json"}
+        paths["markdown"].write_text(self.markdown(), encoding="utf-8")
+        paths["json"].write_text(json.dumps(self.as_dict(), indent=2), encoding="utf-8")
+        png = self.reliability_png()
+        if png is not None:
+            paths["reliability"] = directory / "reliability.png"
+            paths["reliability"].write_bytes(png)
+        return paths
+
+
+def _fmt(value) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.ndarray) -> dict:
+    """Brier of the forecasts, of the base rate alone (the rule's own climatology at each origin) and
+    of p = 0.5; skill against both; expected calibration error and the Murphy decomposition (10 bins)."""
+    if len(outcome) == 0:
+        return {"n": 0}
+    metrics = accuracy_metrics(probability, outcome, fixed_base_rate=0.5, bins=REPORT_BINS)
+    brier_base = float(np.mean((base_rate - outcome) ** 2))
+    d = metrics.decomposition
+    return {
+        "n": metrics.n_resolved, "brier": metrics.brier, "brier_base_rate": brier_base,
+        "brier_half": metrics.brier_fixed_base_rate, "skill_vs_base_rate": skill(metrics.brier, brier_base),
+        "skill_vs_half": metrics.skill_vs_fixed_base_rate, "ece": expected_calibration_error(d),
+        "ece_base_rate": expected_calibration_error(
+            accuracy_metrics(base_rate, outcome, bins=REPORT_BINS).decomposition),
+        "observed_frequency": metrics.base_rate, "reliability": d.reliability, "resolution": d.resolution,
+        "uncertainty": d.uncertainty, "within_bin_variance": d.within_bin_variance,
+        "within_bin_covariance": d.within_bin_covariance, "reliability_bins": d.bins,
+    }
+
+
+def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
+    started = perf_counter()
+    series_id, frequency = series.series_id, series.frequency
+    dates, values = series.view.dates, series.view.values
+    h = spec.horizon
+    eligible = ~np.isnan(values)
+    eligible[max(len(values) - h, 0):] = False  # the target must be a row of the file
+    if spec.start is not None:
+        eligible &= dates >= np.datetime64(spec.start)
+    if spec.end is not None:
+        eligible &= dates <= np.datetime64(spec.end)
+    origins = np.flatnonzero(eligible)[::spec.every]
+    rows: list[BacktestRow] = []
+    skipped = 0
+    compare = COMPARATORS[spec.comparator]
+    for t in origins:
+        origin = dates[t].astype(date)
+        target = dates[t + h].astype(date)
+        question = BoundQuestion(
+            key="backtest", series_id=series_id, comparator=spec.comparator, target_date=target,
+            deadline=datetime.combine(target + timedelta(days=1), time(0), tzinfo=timezone.utc),
+            threshold=spec.threshold, reference_date=None if spec.threshold is not None else origin)
+        visible = SeriesView(dates[:t + 1], values[:t + 1])  # nothing after the origin reaches the rule
+        try:
+            if spec.rule == "v2":
+                base_rate, drivers = drivers_for(visible, question, frequency)
+            else:
+                base_rate, drivers = legacy_drivers_for(visible, question)
+        except ForecastInputError:
+            skipped += 1
+            continue
+        record = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
+                               confidence_target=spec.confidence_target,
+                               issued_at=datetime.combine(origin, time(0), tzinfo=timezone.utc),
+                               requested_via="lane", engine={"drivers": RULES[spec.rule]},
+                               seed=spec.seed * 1_000_003 + int(t))
+        reference = values[t] if spec.threshold is None else spec.threshold
+        target_value = values[t + h]
+        outcome = None if np.isnan(target_value) else int(compare(target_value, reference))
+        rows.append(BacktestRow(origin, target, record.result.probability, base_rate, outcome))
+    resolved = [r for r in rows if r.outcome is not None]
+    metrics = {"unresolvable": len(rows) - len(resolved),
+               **skill_metrics(np.array([r.probability for r in resolved]),
+                               np.array([r.base_rate for r in resolved]),
+                               np.array([r.outcome for r in resolved], dtype=np.float64))}
+    return BacktestResult(series_id, frequency, series.label, spec, RULES[spec.rule], rows, skipped,
+                          perf_counter() - started, metrics)

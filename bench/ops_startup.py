@@ -1,0 +1,68 @@
+"""What a flow run pays to reach the embedded database, with and without `atlas ops up`'s holder.
+
+    python -m bench.ops_startup [--runs 5]
+
+Each run is a fresh process that opens the embedded PostgreSQL of one data directory and closes it,
+as a worker's flow-run subprocess does. Without a holder the first process starts the server and
+the last one to leave stops it, so every run pays the start-up; with the holder
+(`python -m forum_atlas.cli.ops_stack hold-database`, which `atlas ops up` starts) runs join a
+running server. Two times per process: `Database.open()` alone (measured inside it) and the whole
+process (interpreter, imports, open, and the server's stop at exit when it was the last user).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Timed inside the child, so interpreter start-up and imports (the same either way) are left out.
+OPEN = ("import time; from forum_atlas.store.db import Database; t = time.perf_counter(); "
+        "Database.open().close(); print(time.perf_counter() - t)")
+
+
+def _timed(env: dict[str, str]) -> tuple[float, float]:
+    """(seconds in Database.open(), seconds of the whole process: imports, open, and the stop at exit)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", OPEN], env=env, check=True, capture_output=True, text=True)
+    return float(done.stdout.split()[-1]), time.perf_counter() - started
+
+
+def _server_running(folder: str) -> bool:
+    return (Path(folder) / "pgdata" / "postmaster.pid").exists()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="atlas-bench-ops-") as folder:
+        env = {**os.environ, "ATLAS_DATA_DIR": folder, "ATLAS_BM25_KERNEL": "off"}
+        env.pop("ATLAS_DATABASE_URL", None)
+        subprocess.run([sys.executable, "-c", OPEN], env=env, check=True, capture_output=True)   # initdb + migrate once
+        assert not _server_running(folder), "without a holder the last process stops the server"
+        rows = {"no holder: each run starts and stops the server": [_timed(env) for _ in range(args.runs)]}
+        holder = subprocess.Popen([sys.executable, "-m", "forum_atlas.cli.ops_stack", "hold-database"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        holder.stdout.readline()   # "holding the embedded PostgreSQL in …"
+        try:
+            rows["held by atlas ops: each run joins it"] = [_timed(env) for _ in range(args.runs)]
+        finally:
+            holder.send_signal(signal.SIGTERM)
+            holder.wait(timeout=60)
+    held = [statistics.median(column) for column in zip(*rows["held by atlas ops: each run joins it"])]
+    print(f"{'a fresh process (median of ' + str(args.runs) + ')':<50}{'open s':>8}{'x held':>8}{'process s':>11}"
+          f"{'x held':>8}   (load {os.getloadavg()[0]:.1f})")
+    for name, times in rows.items():
+        opened, whole = (statistics.median(column) for column in zip(*times))
+        print(f"{name:<50}{opened:>8.2f}{opened / held[0]:>8.1f}{whole:>11.2f}{whole / held[1]:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

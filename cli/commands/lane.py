@@ -1,0 +1,78 @@
+"""`atlas lane status|pause|resume`: the binding lane's schedule on the Prefect server at PREFECT_API_URL.
+
+The lane ships paused (FC-5). `resume` is the documented way to start it; `deployments/deploy.sh`
+reads the state before a redeploy and restores it after, so a redeploy never re-pauses a lane that
+an operator resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+
+LANE = "bind-forecasts/bind-forecasts"
+
+
+def register(groups: argparse._SubParsersAction) -> None:
+    lane = groups.add_parser("lane", help="the forecast-binding lane's schedule (ships paused) on a Prefect server")
+    sub = lane.add_subparsers(dest="lane_command", required=True)
+    status = sub.add_parser("status", help="active or paused, with its schedules")
+    status.add_argument("--state", action="store_true", help="print only the state: active, paused or absent")
+    status.set_defaults(handler=_status)
+    sub.add_parser("resume", help="activate the lane's schedules").set_defaults(handler=lambda a: _set(True))
+    sub.add_parser("pause", help="deactivate the lane's schedules").set_defaults(handler=lambda a: _set(False))
+
+
+def _require_server() -> None:
+    if not os.environ.get("PREFECT_API_URL"):
+        raise RuntimeError("set PREFECT_API_URL to the Prefect server the lane is deployed on "
+                           "(`atlas ops up` prints it)")
+
+
+async def _read():
+    from prefect import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    async with get_client() as client:
+        try:
+            return await client.read_deployment_by_name(LANE)
+        except ObjectNotFound:
+            return None
+
+
+def _state(deployment) -> str:
+    if deployment is None:
+        return "absent"
+    return "active" if any(s.active for s in deployment.schedules) else "paused"
+
+
+def _status(args: argparse.Namespace) -> int:
+    _require_server()
+    deployment = asyncio.run(_read())
+    if args.state:
+        print(_state(deployment))
+    else:
+        schedules = [{"cron": s.schedule.cron, "timezone": s.schedule.timezone, "active": s.active}
+                     for s in (deployment.schedules if deployment else [])]
+        print(json.dumps({"deployment": LANE, "state": _state(deployment), "schedules": schedules}, indent=2))
+    return 0
+
+
+def _set(active: bool) -> int:
+    _require_server()
+
+    async def apply() -> str:
+        from prefect import get_client
+
+        deployment = await _read()
+        if deployment is None:
+            raise RuntimeError(f"{LANE} is not deployed on {os.environ['PREFECT_API_URL']}: run deployments/deploy.sh")
+        async with get_client() as client:
+            for schedule in deployment.schedules:
+                await client.update_deployment_schedule(deployment.id, schedule.id, active=active)
+        return _state(await _read())
+
+    print(f"{LANE}: {asyncio.run(apply())}")
+    return 0

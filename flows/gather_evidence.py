@@ -1,0 +1,71 @@
+"""Gather evidence (EVB-1…4, ING-6): a question (or a per-source query plan) in; the open sources
+asked in parallel, each outcome typed; licence guard and retraction gate (fail closed); the records
+that may support a claim ingested through the ingest flow (versioned, validated); the run, its
+per-source outcome table and what became of every record stored in `forum.evidence_runs/records`.
+
+The question is de-identified here, before any task sees it: tasks and connectors only get the
+outbound text.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from prefect import flow
+from prefect.artifacts import create_table_artifact
+from pydantic import BaseModel, Field
+
+from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.evidence.documents import write_documents
+from forum_atlas.evidence.outbound import deidentify_query
+from forum_atlas.evidence.registry import DEFAULT_SOURCES
+from forum_atlas.flows.ingest import ingest
+from forum_atlas.tasks.evidence import ask_sources, record_evidence_run
+
+Source = Literal["pubmed", "cochrane", "pmc", "europepmc", "openalex", "clinicaltrials", "openfda", "crossref",
+                 "dailymed", "medlineplus"]
+
+
+class GatherParameters(BaseModel):
+    question: str = Field(min_length=3, max_length=4000, description="what to look for; de-identified before it leaves")
+    sources: list[Source] = Field(default=list(DEFAULT_SOURCES), min_length=1, description="sources to ask in parallel")
+    plan: dict[Source, dict[str, str]] = Field(
+        default_factory=dict, description="per-source filters, e.g. {\"openfda\": {\"endpoint\": \"event\"}}, "
+        "{\"pmc\": {\"pmcid\": \"PMC7906746\"}}, {\"clinicaltrials\": {\"nct_id\": \"NCT00973089\"}}")
+    limit: int = Field(default=10, ge=1, le=100, description="records per source")
+    names: list[str] = Field(default_factory=list, description="names to remove from the outbound query")
+    check_crossref: bool = Field(default=True, description="retraction gate: look every DOI up in Crossref")
+    retraction_watch_csv: str | None = Field(default=None, description="path of the Retraction Watch CSV")
+    timeouts_s: dict[str, float] = Field(default_factory=dict, description="per-source timeout overrides (seconds)")
+    base_urls: dict[str, str] = Field(default_factory=dict, description="per-source address overrides (mirrors)")
+    ingest: bool = Field(default=True, description="ingest the records that may support a claim")
+
+
+@flow(name="gather-evidence", log_prints=True)
+def gather_evidence(params: GatherParameters, database_block: str | None = None,
+                    providers_block: str | None = None) -> dict:
+    settings = resolve_settings(database_block, providers_block)
+    outbound = deidentify_query(params.question, names=params.names)
+    result = ask_sources(outbound.text, params.sources, limit=params.limit, filters=params.plan,
+                         base_urls=params.base_urls, timeouts_s=params.timeouts_s,
+                         check_crossref=params.check_crossref, retraction_watch_csv=params.retraction_watch_csv)
+    result.removed = outbound.report()
+    ingested: dict = {}
+    if params.ingest:
+        with tempfile.TemporaryDirectory(prefix="atlas-evidence-") as folder:
+            path = Path(folder) / "evidence.jsonl"
+            if write_documents(result, path):
+                ingested = ingest(str(path), format="jsonl", database_block=database_block,
+                                  providers_block=providers_block)
+    run_id = record_evidence_run(settings, result)
+    table = result.outcome_table()
+    create_table_artifact(key="evidence-outcomes", table=table, description="typed outcome of every source asked")
+    counts = {"ranked": len(result.ranked), "excluded": len(result.excluded),
+              "may_support": sum(1 for _, item in result.ranked if item.may_support)}
+    print("evidence: " + ", ".join(f"{row['source']} {row['outcome']}" for row in table)
+          + f"; {counts['may_support']} may support a claim, {len(result.ranked) - counts['may_support']} context only,"
+            f" {counts['excluded']} excluded")
+    return {"run_id": run_id, "question": outbound.text, "removed": result.removed, "outcomes": table, **counts,
+            "documents_added": ingested.get("documents_added", 0), "seconds": result.seconds}
