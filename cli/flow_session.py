@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -45,15 +46,24 @@ def temporary_api_server() -> Iterator[str]:
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
            **get_current_settings().to_environment_variables(exclude_unset=True)}
     env.pop("PREFECT_API_URL", None)
+    # The server's own output (its shutdown logs tracebacks of cancelled tasks) goes to a temporary file,
+    # shown only if it fails to start: a command's output stays the command's.
+    server_output = tempfile.TemporaryFile()
     process = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
          "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "error", "--lifespan", "on"],
-        env=env, stdin=subprocess.DEVNULL, preexec_fn=_die_with(os.getpid()))
+        env=env, stdin=subprocess.DEVNULL, stdout=server_output, stderr=server_output,
+        preexec_fn=_die_with(os.getpid()))
     url = f"http://127.0.0.1:{port}/api"
     try:
         timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
-        wait_until_healthy(url, lambda: process.poll() is None, timeout, "the temporary Prefect API server")
+        try:
+            wait_until_healthy(url, lambda: process.poll() is None, timeout, "the temporary Prefect API server")
+        except RuntimeError as failed:
+            server_output.seek(0)
+            failed.add_note(server_output.read()[-2000:].decode("utf-8", "replace"))
+            raise
         yield url
     finally:
         process.terminate()
@@ -62,6 +72,7 @@ def temporary_api_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        server_output.close()
 
 
 def _die_with(parent: int):
