@@ -122,11 +122,12 @@ def plan_chunks(records: Sequence[Record], options: ChunkingOptions,
     return PreparedBatch(documents, list(stored_chunks))
 
 
-def embed_chunks(batch: PreparedBatch, embedder: Embedder, *, batch_size: int = 256) -> PreparedBatch:
+def embed_chunks(batch: PreparedBatch, embedder: Embedder) -> PreparedBatch:
+    """Embed the whole batch in one call: each embedder batches within its own limits (API request
+    sizes, the ONNX model's length-sorted batches), and sorting by length pads least over the whole batch."""
     new_texts = batch.chunk_texts()
     texts = new_texts + [s.text for s in batch.stored_chunks]
-    parts = [embedder.embed_documents(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]
-    matrix = np.vstack(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+    matrix = embedder.embed_documents(texts) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
     if matrix.shape != (len(texts), embedder.dim):
         raise ValueError(f"{embedder.name} returned {matrix.shape}, expected {(len(texts), embedder.dim)}")
     batch.embeddings, batch.stored_embeddings = matrix[:len(new_texts)], matrix[len(new_texts):]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -106,8 +107,27 @@ def _origin_sort_key(origin: str) -> tuple:
     return (name, int(line)) if line.isdigit() else (origin, 0)
 
 
+_suites_lock = threading.Lock()
+
+
+def _suites() -> tuple[Any, Any, Any]:
+    """(batch definition, batch suite, run-ids suite), built once per process; the lock makes a caller
+    wait for a warm-up already under way instead of building a second context beside it."""
+    with _suites_lock:
+        return _build_suites()
+
+
+def warm_up_in_background() -> threading.Thread:
+    """Import great-expectations and build the suites in a thread, now. The import costs 4–5 s once
+    per process; started where the process waits anyway (a CLI run's Prefect server starting, Prefect
+    setting up a flow run), the first batch no longer waits for it."""
+    thread = threading.Thread(target=_suites, name="great-expectations warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 @lru_cache(maxsize=1)
-def _validator() -> tuple[Any, Any]:
+def _build_suites() -> tuple[Any, Any, Any]:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -143,16 +163,9 @@ def _validator() -> tuple[Any, Any]:
         e.ExpectColumnValuesToBeBetween(column="published_at_utc", max_value={"$PARAMETER": "latest_published_at"}),
     ):
         suite.add_expectation(expectation)
-    return batch_definition, suite
-
-
-@lru_cache(maxsize=1)
-def _id_suite() -> Any:
-    import great_expectations as gx
-
-    suite = gx.ExpectationSuite("atlas_ingest_run_ids")
-    suite.add_expectation(gx.expectations.ExpectColumnValuesToBeUnique(column="external_id"))
-    return suite
+    id_suite = gx.ExpectationSuite("atlas_ingest_run_ids")
+    id_suite.add_expectation(e.ExpectColumnValuesToBeUnique(column="external_id"))
+    return batch_definition, suite, id_suite
 
 
 def _content_bytes(row: dict[str, Any]) -> int | None:
@@ -221,7 +234,7 @@ def validate_rows(rows: list[dict[str, Any]], *, max_record_bytes: int = DEFAULT
     run_started = (run_started or datetime.now(UTC)).astimezone(UTC)
     limits = {"max_record_bytes": int(max_record_bytes), "run_started": run_started,
               "latest_published_at": run_started + FUTURE_TOLERANCE}
-    batch_definition, suite = _validator()
+    batch_definition, suite, _ = _suites()
     frame = _frame(rows)
     result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(
         suite, result_format="COMPLETE", expectation_parameters={k: limits[k] for k in ("max_record_bytes", "latest_published_at")})
@@ -253,8 +266,7 @@ def validate_unique_ids(entries: list[tuple[str, Any]]) -> ValidationReport:
         return ValidationReport(rows=0, expectations=0)
     import pandas as pd
 
-    batch_definition, _ = _validator()
-    suite = _id_suite()
+    batch_definition, _, suite = _suites()
     frame = pd.DataFrame({"external_id": pd.Series([e[1] for e in entries], dtype=object)})
     result = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(suite, result_format="COMPLETE")
     report = ValidationReport(rows=len(entries), expectations=len(suite.expectations), scope="run")

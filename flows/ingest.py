@@ -45,6 +45,11 @@ from forum_atlas.tasks.ingest import (
     validate_batch,
     write_batch,
 )
+from forum_atlas.validation import warm_up_in_background
+
+# great-expectations' import costs 4–5 s once per process: start it while the process waits for
+# Prefect to set the run up (the CLI: for its server to start), not inside the first validation.
+warm_up_in_background()
 
 
 class SourceParams(BaseModel):
