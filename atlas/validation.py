@@ -126,15 +126,24 @@ def warm_up_in_background() -> threading.Thread:
     return thread
 
 
-@lru_cache(maxsize=1)
-def _build_suites() -> tuple[Any, Any, Any]:
+def quiet_ephemeral_context() -> Any:
+    """An ephemeral great-expectations context that draws no progress bars and does not announce its
+    temporary docs folder at INFO (that logger has a level of its own: the package's does not reach it)."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)  # no INFO chatter per context
-
+    for name in ("great_expectations", "great_expectations.data_context.types.base"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+@lru_cache(maxsize=1)
+def _build_suites() -> tuple[Any, Any, Any]:
+    import great_expectations as gx
+
+    context = quiet_ephemeral_context()
     batch_definition = (
         context.data_sources.add_pandas("atlas_ingest").add_dataframe_asset("batch").add_batch_definition_whole_dataframe("all")
     )

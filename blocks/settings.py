@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from forum_atlas.config import Settings, settings_from_env
 
+if TYPE_CHECKING:
+    from forum_atlas.blocks.database import AtlasDatabase
+    from forum_atlas.blocks.providers import AtlasProviders
 
-def resolve_settings(database_block: str | None = None, providers_block: str | None = None) -> Settings:
+
+def resolve_settings(database_block: AtlasDatabase | str | None = None,
+                     providers_block: AtlasProviders | str | None = None) -> Settings:
+    """Each block is given as the instance a typed flow parameter receives (the UI's block picker) or, for
+    callers that still pass names, as the name of a saved block document."""
     settings = settings_from_env()
     if database_block:
         from forum_atlas.blocks.database import AtlasDatabase
 
-        settings = AtlasDatabase.load(database_block).apply(settings)
+        block = AtlasDatabase.load(database_block) if isinstance(database_block, str) else database_block
+        settings = block.apply(settings)
     if providers_block:
         from forum_atlas.blocks.providers import AtlasProviders
 
-        settings = AtlasProviders.load(providers_block).apply(settings)
+        block = AtlasProviders.load(providers_block) if isinstance(providers_block, str) else providers_block
+        settings = block.apply(settings)
     return settings
 
 

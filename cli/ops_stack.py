@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -76,10 +77,7 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> S
     logs.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     stack = Stack(api_url=f"http://127.0.0.1:{port}/api", project_dir=str(root), logs=str(logs))
-    # PATH: deploy.sh calls `prefect`, which sits beside this interpreter even in a venv that is not activated
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PREFECT_API_URL": stack.api_url, "ATLAS_PROJECT_DIR": str(root),
-           "ATLAS_DATA_DIR": str(settings.data_dir), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+    env = stack_environment(settings, stack)
     try:
         if not settings.database_url:
             stack.pids["database"] = _spawn([sys.executable, "-m", "forum_atlas.cli.ops_stack", "hold-database"],
@@ -90,15 +88,79 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> S
         _save(settings, stack)
         wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
                            f"the Prefect server (log: {logs / 'server.log'})")
-        if deploy:
-            _run(["bash", str(root / "deployments" / "deploy.sh")], env, root, logs / "deploy.log")
-        stack.pids["worker"] = _spawn([sys.executable, "-m", "prefect", "worker", "start", "--pool", WORK_POOL],
-                                      env, logs / "worker.log", cwd=root)
+        # the worker starts (seconds of imports) while the deployments are made; it creates the pool if first
+        stack.pids["worker"] = _spawn([sys.executable, "-m", "prefect", "worker", "start", "--pool", WORK_POOL,
+                                       "--type", "process"], env, logs / "worker.log", cwd=root)
         _save(settings, stack)
+        if deploy:
+            deploy_all(settings, stack)
     except BaseException:
         down(settings)
         raise
     return stack
+
+
+def stack_environment(settings: Settings, stack: Stack) -> dict[str, str]:
+    """The environment of the stack's processes: this one's, pointed at the stack's server and checkout."""
+    # PATH: deploy.sh calls `prefect`, which sits beside this interpreter even in a venv that is not activated
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PREFECT_API_URL": stack.api_url, "ATLAS_PROJECT_DIR": stack.project_dir,
+            "ATLAS_DATA_DIR": str(settings.data_dir), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+
+
+def deploy_all(settings: Settings, stack: Stack, names: Sequence[str] = ()) -> list[str]:
+    """What deployments/deploy.sh does, against the stack's server (its log in the stack's logs)."""
+    return deploy(stack.api_url, Path(stack.project_dir), stack_environment(settings, stack), names=names,
+                  log=Path(stack.logs) / "deploy.log")
+
+
+def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str] = (),
+           log: Path | None = None) -> list[str]:
+    """Deploy the flows of `root`/prefect.yaml (those `names`, default all) to the server at `api_url`,
+    idempotently: the work pool and
+    the block types are created once, deployments are updated in place, the binding lane keeps the state
+    (paused or active) it had — prefect.yaml ships it paused and a plain redeploy would re-pause it — and the
+    nightly-failure alert is declared. One process does it all but `prefect deploy` (each Prefect command
+    costs seconds of start-up). Returns what it did, one line each."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from forum_atlas.blocks import AtlasDatabase, AtlasProviders
+    from forum_atlas.cli.commands import lane
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        _ensure_work_pool()
+        for block_type in (AtlasDatabase, AtlasProviders):
+            block_type.register_type_and_schema()
+        lane_was = lane.lane_state()
+        command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy",
+                   *([f"--name={name}" for name in names] or ["--all"])]
+        environment = {**env, "PREFECT_API_URL": api_url, "ATLAS_PROJECT_DIR": env.get("ATLAS_PROJECT_DIR", str(root))}
+        if log is None:
+            done = subprocess.run(command, env=environment, cwd=root, stdin=subprocess.DEVNULL)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(command[2:])} failed (exit {done.returncode})")
+        else:
+            _run(command, environment, root, log)
+        lane_now = lane.set_lane(True) if lane_was == "active" else lane.lane_state()
+        return [f"{lane.LANE}: {lane_now}" + (" (kept)" if lane_was == lane_now else ""),
+                declare_alerts(os.environ.get("ATLAS_ALERT_WEBHOOK_URL") or None)]
+
+
+def _ensure_work_pool() -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(WORK_POOL)
+        except ObjectNotFound:
+            try:
+                client.create_work_pool(WorkPoolCreate(
+                    name=WORK_POOL, type="process", base_job_template=ProcessWorker.get_default_base_job_template()))
+            except ObjectAlreadyExists:   # a worker started meanwhile created it
+                pass
 
 
 def down(settings: Settings, *, timeout: float = 30.0) -> list[str]:
@@ -110,15 +172,21 @@ def down(settings: Settings, *, timeout: float = 30.0) -> list[str]:
     for role, pid in reversed(list(stack.pids.items())):
         if not alive(pid):
             continue
-        os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
+            os.killpg(pid, signal.SIGTERM)   # again every 2 s: a Prefect worker ignores the first one
+            _wait_for_exit(pid, min(2.0, max(deadline - time.monotonic(), 0)))
         if alive(pid):
             os.killpg(pid, signal.SIGKILL)
         stopped.append(role)
     state_file(settings).unlink(missing_ok=True)
     return stopped
+
+
+def _wait_for_exit(pid: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _spawn(command: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> int:
@@ -137,6 +205,52 @@ def _run(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> None:
 
 def _save(settings: Settings, stack: Stack) -> None:
     state_file(settings).write_text(json.dumps(asdict(stack), indent=2))
+
+
+ALERT_BLOCK = "atlas-nightly-alert"
+ALERT_AUTOMATION = "forum-atlas: nightly scoring failed"
+NIGHTLY = "score-accuracy/score-accuracy"
+
+
+def declare_alerts(webhook_url: str | None = None) -> str:
+    """The automation that notifies when the nightly score fails (Failed, Crashed or TimedOut), through the
+    webhook notification block `atlas-nightly-alert` (created from `webhook_url` when given, else one an
+    operator saved; its URL is editable in the UI). Idempotent: a redeploy updates it in place. Returns
+    what it did, in one line."""
+    from prefect.automations import Automation, EventTrigger, SendNotification
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+    from prefect.client.orchestration import get_client
+
+    if webhook_url:
+        # {"text": …} is what Slack/Mattermost incoming webhooks read; a generic receiver gets the same JSON
+        block = CustomWebhookNotificationBlock(name=ALERT_BLOCK, url=webhook_url,
+                                               json_data={"text": "{{subject}}: {{body}}"})
+        block.save(ALERT_BLOCK, overwrite=True)
+    else:
+        try:
+            block = CustomWebhookNotificationBlock.load(ALERT_BLOCK)
+        except ValueError:
+            return (f"no nightly-failure alert: set ATLAS_ALERT_WEBHOOK_URL (or save a Custom Webhook block "
+                    f"named {ALERT_BLOCK}) and deploy again")
+    with get_client(sync_client=True) as client:
+        nightly = client.read_deployment_by_name(NIGHTLY)
+    trigger = EventTrigger(
+        expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut"},
+        match_related={"prefect.resource.id": f"prefect.deployment.{nightly.id}"},
+        posture="Reactive", threshold=1, within=0)
+    action = SendNotification(
+        block_document_id=block._block_document_id, subject="Forum Atlas: the nightly score failed",
+        body="Flow run {{ flow_run.name }} ({{ flow_run.id }}) of score-accuracy ended "
+             "{{ flow_run.state.name }}: {{ flow_run.state.message }}")
+    try:
+        automation = Automation.read(name=ALERT_AUTOMATION)
+    except ValueError:
+        Automation(name=ALERT_AUTOMATION, description="notify when the nightly score-accuracy run fails",
+                   trigger=trigger, actions=[action]).create()
+        return f"alert declared: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+    automation.trigger, automation.actions, automation.enabled = trigger, [action], True
+    automation.update()
+    return f"alert updated: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
 
 
 def hold_database() -> None:

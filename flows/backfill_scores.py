@@ -10,16 +10,17 @@ from prefect import flow
 from prefect.artifacts import create_table_artifact
 from pydantic import BaseModel, Field
 
+from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.tasks import flow_run_id
-from forum_atlas.tasks.scoring import resolve_and_score
+from forum_atlas.tasks.scoring import resolve_and_score, run_name_from
 
 
 class BackfillParameters(BaseModel):
     deadline_from: date = Field(description="first deadline date included (UTC)")
     deadline_to: date = Field(description="first deadline date excluded (UTC)")
     vintage_id: int | None = Field(default=None, ge=1, description="score on this vintage; empty = newest by as_of")
-    series_id: str | None = Field(default=None, description="only this series")
+    series_id: str | None = Field(default=None, pattern=r"^[A-Z0-9_]+$", description="only this series (a FRED id)")
     as_of: datetime | None = Field(default=None, description="newest vintage fetched by this instant; empty = now")
 
 
@@ -27,8 +28,14 @@ def _midnight(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=timezone.utc)
 
 
-@flow(name="backfill-scores", log_prints=True)
-def backfill_scores(params: BackfillParameters, database_block: str | None = None) -> dict:
+@flow(name="backfill-scores", flow_run_name=run_name_from("backfill", "deadline_from", "deadline_to"), log_prints=True)
+def backfill_scores(params: BackfillParameters, database_block: AtlasDatabase | None = None) -> dict:
+    """Re-score the bound forecasts whose deadline falls in a date range; idempotent.
+
+    Args:
+        params: the deadline range, and optionally the vintage, series and as-of instant.
+        database_block: the Forum Atlas Database block to use; empty = the worker's ATLAS_* environment.
+    """
     settings = resolve_settings(database_block)
     as_of = params.as_of or datetime.now(timezone.utc)
     if as_of.tzinfo is None:

@@ -26,7 +26,8 @@ class BacktestParameters(BaseModel):
     end: date | None = Field(default=None, description="last origin date (inclusive)")
     comparator: Literal[">", ">=", "<", "<="] = ">"
     threshold: float | None = Field(default=None, description="fixed threshold; empty = against the origin's value")
-    rule: Literal["v2", "v1"] = Field(default="v2", description="v2 = the lane's rule; v1 = the rule before issue 11")
+    rule: Literal["v3", "v2", "v1"] = Field(default="v3", description="v3 = the lane's rule; v2 and v1 = the rules "
+                                                                      "it replaced (issue 11)")
     column: str | None = Field(default=None, description="column of a year/quarter table (default realgdp)")
     vintage_id: int | None = Field(default=None, description="stored vintage (default: newest) when source is an id")
     seed: int = Field(default=0, ge=0, lt=2**31, description="same seed, same numbers")

@@ -1,6 +1,7 @@
 """Deliberate (DEL-1…8, AUD-1…4): a question in, an audited brief out.
 
-plan → retrieval per persona (BM25 ∥ dense → fusion → rerank) → round 1 drafts → audit → retry
+[gather-evidence subflow, when `gather` is set] → plan → retrieval per persona (BM25 ∥ dense → fusion →
+rerank) → the withheld sources it would have matched → round 1 drafts → audit → retry
 where validation failed (stricter prompt) → re-audit → synthesis from the post-audit round only →
 audit of the synthesis → persist (one transaction) → brief and audit artifacts.
 
@@ -26,9 +27,11 @@ from forum_atlas.deliberation.audit import needs_retry, retry_reasons, settle
 from forum_atlas.deliberation.brief import assemble, synthesis_request
 from forum_atlas.deliberation.model import COORDINATOR, SPECIALISTS, BriefView, DraftRequest
 from forum_atlas.deliberation.render import render_markdown
+from forum_atlas.flows.gather_evidence import GatherOptions, GatherParameters, gather_evidence
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.deliberation import audit, draft, engine_for, persist, plan, round_evidence, synthesize
+from forum_atlas.tasks.evidence import withheld_sources
 from forum_atlas.tasks.retrieval import retrieve_in_flow, retrieve_plain
 
 Specialist = Literal["legal_regulatory", "financial", "technical", "geospatial", "forecasting"]
@@ -45,6 +48,10 @@ class DeliberationParameters(BaseModel):
     engine: Literal["offline", "openai"] | None = Field(default=None, description="LLM engine; empty = settings (offline)")
     llm_key_secret: str | None = Field(default=None, description="Prefect Secret block holding the LLM API key; "
                                        "empty = OPENAI_API_KEY")
+    gather: bool = Field(default=False, description="first gather evidence from the open sources for this question "
+                         "(the gather-evidence flow, as a subflow; its run is recorded in the brief's snapshot)")
+    gather_options: GatherOptions = Field(default_factory=GatherOptions,
+                                          description="how to gather when `gather` is set: sources, filters, limits")
 
     def retrieval_options(self) -> RetrievalOptions:
         return RetrievalOptions(top_k=self.top_k, sectors=tuple(self.sectors) if self.sectors else None,
@@ -73,11 +80,14 @@ AS_TASKS, PLAIN = Steps(as_tasks=True), Steps(as_tasks=False)
 
 
 def run_deliberation(params: DeliberationParameters, settings: Settings, step: Steps,
-                     run_id: Callable[[], str | None] = lambda: None) -> BriefView:
+                     run_id: Callable[[], str | None] = lambda: None,
+                     gathered: Mapping[str, Any] | None = None) -> BriefView:
+    """`gathered`: the gather-evidence run that preceded this brief, if one did."""
     key = params.llm_key_secret  # a Secret block's name; tasks read the value themselves
     created_at = datetime.now(timezone.utc)
     panel = step(plan, params.question, params.personas)
     results = {p.role: step.retrieve(settings, p.focus_query, params.retrieval_options()) for p in panel.personas}
+    withheld = step(withheld_sources, settings, results)
     evidence, passages = step(round_evidence, panel, results)
 
     requests = {p.role: DraftRequest(panel.outbound_question, p, passages[p.role]) for p in panel.personas}
@@ -100,7 +110,7 @@ def run_deliberation(params: DeliberationParameters, settings: Settings, step: S
     calls = [d.call for d in drafts] + [c for r in rounds for c in r.calls]
     record = assemble(panel, results, evidence, drafts, sections, synthesis,
                       {"deliberation": f"{engine.name} {engine.version}", "planner": panel.planner},
-                      engine.extractive, calls, created_at, run_id())
+                      engine.extractive, calls, created_at, run_id(), gathered=gathered, withheld=withheld)
     return step(persist, settings, record)
 
 
@@ -108,7 +118,9 @@ def run_deliberation(params: DeliberationParameters, settings: Settings, step: S
 def deliberate(params: DeliberationParameters, database_block: str | None = None,
                providers_block: str | None = None) -> dict:
     settings = resolve_settings(database_block, providers_block).with_overrides(llm=params.engine)
-    view = run_deliberation(params, settings, AS_TASKS, flow_run_id)
+    gathered = (gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
+                                database_block, providers_block) if params.gather else None)
+    view = run_deliberation(params, settings, AS_TASKS, flow_run_id, gathered)
     create_markdown_artifact(key="brief", markdown=render_markdown(view), description=f"brief {view.brief_id}")
     create_table_artifact(key="brief-audit", description=f"audit summary of brief {view.brief_id}",
                           table=[{"measure": k, "value": v} for k, v in view.audit.as_dict().items()])

@@ -4,12 +4,16 @@ that may support a claim ingested through the ingest flow (versioned, validated)
 per-source outcome table and what became of every record stored in `forum.evidence_runs/records`.
 
 The question is de-identified here, before any task sees it: tasks and connectors only get the
-outbound text.
+outbound text. Each source is one task run (`ask-<source>`), submitted together and each bounded by
+its own timeout, so a slow source costs its timeout and nothing more. Answers come from the
+provider cache (`forum.evidence_cache`, keyed by source, de-identified query and source version)
+when a stored one is younger than `cache_ttl_hours`; the outcome table says which.
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -19,17 +23,17 @@ from pydantic import BaseModel, Field
 
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.evidence.documents import write_documents
-from forum_atlas.evidence.outbound import deidentify_query
 from forum_atlas.evidence.registry import DEFAULT_SOURCES
+from forum_atlas.evidence.router import plan_for
 from forum_atlas.flows.ingest import ingest
-from forum_atlas.tasks.evidence import ask_sources, record_evidence_run
+from forum_atlas.tasks.evidence import ask_source, open_provider_cache, record_evidence_run, screen_answers
 
 Source = Literal["pubmed", "cochrane", "pmc", "europepmc", "openalex", "clinicaltrials", "openfda", "crossref",
                  "dailymed", "medlineplus"]
 
 
-class GatherParameters(BaseModel):
-    question: str = Field(min_length=3, max_length=4000, description="what to look for; de-identified before it leaves")
+class GatherOptions(BaseModel):
+    """How to gather: everything but the question (the deliberate flow passes these through)."""
     sources: list[Source] = Field(default=list(DEFAULT_SOURCES), min_length=1, description="sources to ask in parallel")
     plan: dict[Source, dict[str, str]] = Field(
         default_factory=dict, description="per-source filters, e.g. {\"openfda\": {\"endpoint\": \"event\"}}, "
@@ -41,17 +45,26 @@ class GatherParameters(BaseModel):
     timeouts_s: dict[str, float] = Field(default_factory=dict, description="per-source timeout overrides (seconds)")
     base_urls: dict[str, str] = Field(default_factory=dict, description="per-source address overrides (mirrors)")
     ingest: bool = Field(default=True, description="ingest the records that may support a claim")
+    cache_ttl_hours: float = Field(default=24.0, ge=0, description="reuse a source's stored answer to the same "
+                                   "de-identified query this young (hours); 0 = always ask")
+
+
+class GatherParameters(GatherOptions):
+    question: str = Field(min_length=3, max_length=4000, description="what to look for; de-identified before it leaves")
 
 
 @flow(name="gather-evidence", log_prints=True)
 def gather_evidence(params: GatherParameters, database_block: str | None = None,
                     providers_block: str | None = None) -> dict:
     settings = resolve_settings(database_block, providers_block)
-    outbound = deidentify_query(params.question, names=params.names)
-    result = ask_sources(outbound.text, params.sources, limit=params.limit, filters=params.plan,
-                         base_urls=params.base_urls, timeouts_s=params.timeouts_s,
-                         check_crossref=params.check_crossref, retraction_watch_csv=params.retraction_watch_csv)
-    result.removed = outbound.report()
+    started = time.perf_counter()
+    plan, outbound = plan_for(params.question, params.sources, names=params.names, limit=params.limit,
+                              filters=params.plan)
+    cache = open_provider_cache(settings, plan, params.cache_ttl_hours)
+    asked = [ask_source.submit(step, cache, params.base_urls, params.timeouts_s) for step in plan.steps]
+    result = screen_answers(plan, outbound.report(), [future.result() for future in asked], started,
+                            base_urls=params.base_urls, timeouts_s=params.timeouts_s,
+                            check_crossref=params.check_crossref, retraction_watch_csv=params.retraction_watch_csv)
     ingested: dict = {}
     if params.ingest:
         with tempfile.TemporaryDirectory(prefix="atlas-evidence-") as folder:
@@ -59,7 +72,7 @@ def gather_evidence(params: GatherParameters, database_block: str | None = None,
             if write_documents(result, path):
                 ingested = ingest(str(path), format="jsonl", database_block=database_block,
                                   providers_block=providers_block)
-    run_id = record_evidence_run(settings, result)
+    run_id = record_evidence_run(settings, result, cache)
     table = result.outcome_table()
     create_table_artifact(key="evidence-outcomes", table=table, description="typed outcome of every source asked")
     counts = {"ranked": len(result.ranked), "excluded": len(result.excluded),
@@ -68,4 +81,5 @@ def gather_evidence(params: GatherParameters, database_block: str | None = None,
           + f"; {counts['may_support']} may support a claim, {len(result.ranked) - counts['may_support']} context only,"
             f" {counts['excluded']} excluded")
     return {"run_id": run_id, "question": outbound.text, "removed": result.removed, "outcomes": table, **counts,
+            "plan": plan.as_dict(), "source_versions": result.source_versions,
             "documents_added": ingested.get("documents_added", 0), "seconds": result.seconds}

@@ -29,6 +29,7 @@ from forum_atlas.deliberation.model import (
     ClaimView,
     Section,
     SectionView,
+    WithheldView,
 )
 from forum_atlas.deliberation.quotes import quote_in_passage
 from forum_atlas.deliberation.snapshot import canonical_json, changed_parts, part_digests, seal
@@ -256,7 +257,9 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
     with db.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         brief = cur.execute(
-            """SELECT b.*, s.seal FROM forum.briefs b JOIN forum.evidence_snapshots s USING (snapshot_id)
+            """SELECT b.*, s.seal, s.canonical::jsonb -> 'withheld' AS withheld,
+                      s.canonical::jsonb -> 'evidence_gathering' AS gathering
+                 FROM forum.briefs b JOIN forum.evidence_snapshots s USING (snapshot_id)
                 WHERE b.brief_id = %s""", (brief_id,)).fetchone()
         if brief is None:
             raise BriefNotFound(brief_id)
@@ -296,7 +299,17 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
         sections=tuple(views[s["ordinal"]] for s in sections if s["kind"] == "persona"),
         audit=AuditSummary(**brief["audit"]), engines=dict(brief["engines"]), extractive=brief["extractive"],
         snapshot_id=brief["snapshot_id"], seal=brief["seal"], redactions=brief["redactions"],
-        flow_run_id=brief["flow_run_id"])
+        flow_run_id=brief["flow_run_id"], **_evidence_base(brief["withheld"], brief["gathering"]))
+
+
+def _evidence_base(withheld: list[dict] | None, gathering: dict | None) -> dict[str, Any]:
+    """The snapshot's withheld sources and gather run as BriefView fields (briefs sealed before
+    issue 14 have neither part)."""
+    ran = bool(gathering and gathering.get("ran"))
+    return {"withheld": tuple(WithheldView(w["record_key"], w["title"], w["source"], w["status"], w["reason"])
+                              for w in withheld or ()),
+            "evidence_run_id": gathering["run_id"] if ran else None,
+            "gathered": tuple(f"{o['source']} {o['outcome']}" for o in gathering["outcomes"]) if ran else ()}
 
 
 def list_briefs(db: Database, limit: int = 20) -> list[dict[str, Any]]:

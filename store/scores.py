@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+import pandas as pd
 import psycopg
 
 from forum_atlas.scoring import SCORING_VERSION
@@ -66,6 +67,20 @@ def _vintages_for(conn: psycopg.Connection, series_ids: list[str], as_of: dateti
     return found
 
 
+def _unsettled(conn: psycopg.Connection, due: pd.DataFrame, scoring_version: str) -> pd.DataFrame:
+    """The due bindings the nightly run still has to resolve: a resolved one is never re-resolved."""
+    current = repo.current_scores(conn, scoring_version)
+    settled = set(current.loc[current["status"] == "resolved", "forecast_id"])
+    return due[~due["forecast_id"].isin(settled)]
+
+
+def series_due_tonight(conn: psycopg.Connection, *, as_of: datetime,
+                       scoring_version: str = SCORING_VERSION) -> list[str]:
+    """The series the nightly run at `as_of` would resolve bindings of: the ones worth a new vintage."""
+    due = _unsettled(conn, repo.due_bindings(conn, as_of=as_of), scoring_version)
+    return sorted(due["series_id"].unique())
+
+
 def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None = None,
                 vintage_id: int | None = None, series_id: str | None = None,
                 deadline_from: datetime | None = None, deadline_to: datetime | None = None,
@@ -89,9 +104,7 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     due = repo.due_bindings(conn, as_of=as_of, deadline_from=deadline_from, deadline_to=deadline_to,
                             series_id=series_id)
     if mode == "nightly":
-        current = repo.current_scores(conn, scoring_version)
-        settled = set(current.loc[current["status"] == "resolved", "forecast_id"])
-        due = due[~due["forecast_id"].isin(settled)]
+        due = _unsettled(conn, due, scoring_version)
     run.due = len(due)
     vintages = _vintages_for(conn, sorted(due["series_id"].unique()), as_of, vintage_id)
     if vintage_id is not None:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
+from prefect.tasks import exponential_backoff
 
 from forum_atlas.config import Settings
 from forum_atlas.forecasting.backtest import SeriesSource
@@ -20,6 +21,7 @@ from forum_atlas.llm import make_driver_engine
 from forum_atlas.providers import ProviderError
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import Database, shared_database
+from forum_atlas.tasks.scoring import retry_transient_provider_errors
 
 EVIDENCE_PER_DRIVER = 3
 
@@ -43,7 +45,8 @@ def _with_evidence(settings: Settings, drivers: Sequence[Driver]) -> tuple[list[
         return list(drivers), f"{note} degraded: {exc.kind}: {exc.detail}"
 
 
-@task(name="propose-drivers")
+@task(name="propose-drivers", retries=2, retry_delay_seconds=exponential_backoff(backoff_factor=1),
+      retry_jitter_factor=0.5, retry_condition_fn=retry_transient_provider_errors, timeout_seconds=300)
 def propose_drivers(settings: Settings, question: str, base_rate: float,
                     supplied: Sequence[Driver] | None) -> tuple[list[Driver], dict[str, Any]]:
     """Drivers supplied in the request win; otherwise the configured engine decomposes the question."""
@@ -53,7 +56,7 @@ def propose_drivers(settings: Settings, question: str, base_rate: float,
     return engine.propose_drivers(question, base_rate=base_rate), {"drivers": f"{engine.name} {engine.version}"}
 
 
-@task(name="driver-evidence")
+@task(name="driver-evidence", timeout_seconds=300)
 def driver_evidence(settings: Settings, drivers: Sequence[Driver]) -> tuple[list[Driver], str]:
     return _with_evidence(settings, drivers)
 
@@ -95,7 +98,7 @@ def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
             "issue_vintage": vintage["label"]}
 
 
-@task(name="check-lane-questions")
+@task(name="check-lane-questions", task_run_name="check-lane-questions-{issued_at:%Y-%m-%d}")
 def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], issued_at: datetime) -> None:
     """Every question against the data visible at issue, before anything is bound: one bad question
     fails the run with nothing written, and the error lists them all."""
@@ -113,13 +116,16 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
         raise BindingError("the lane bound nothing: " + "; ".join(problems))
 
 
-@task(name="bind-question")
+@task(name="bind-question", task_run_name="bind-{spec.key}", timeout_seconds=300)
 def bind_lane_question(settings: Settings, spec: LaneQuestion, issued_at: datetime, run_id: str | None
                        ) -> dict[str, Any]:
-    return issue_bound_forecast(shared_database(settings), spec, issued_at, run_id)
+    result = issue_bound_forecast(shared_database(settings), spec, issued_at, run_id)
+    get_run_logger().info("%s: %s (target %s)", spec.key, result["status"],
+                          result.get("target_date") or result.get("deadline"))
+    return result
 
 
-@task(name="load-backtest-series")
+@task(name="load-backtest-series", task_run_name="load-{series_id}")
 def stored_backtest_source(settings: Settings, series_id: str, vintage_id: int | None) -> SeriesSource:
     """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
     with shared_database(settings).connection() as conn:

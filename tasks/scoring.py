@@ -1,15 +1,22 @@
-"""Scoring tasks: load series vintages, resolve + score (nightly or backfill), the Accuracy report."""
+"""Scoring tasks: fetch series vintages, resolve + score (nightly or backfill), the Accuracy report."""
 
 from __future__ import annotations
 
+import base64
 import os
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from prefect import get_run_logger, task
+from prefect.tasks import exponential_backoff
 
+from forum_atlas.blocks.settings import load_secret
 from forum_atlas.config import Settings
+from forum_atlas.providers import OutcomeKind, ProviderError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
+from forum_atlas.scoring.reliability import reliability_png
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.series.connectors import make_connector
 from forum_atlas.series.coverage import VintageCoverageError
@@ -17,46 +24,110 @@ from forum_atlas.store import forecasts as repo
 from forum_atlas.store import scores
 from forum_atlas.store.db import shared_database
 
+FETCH_TIMEOUT_S = 20.0   # one HTTP request to FRED
+_TRANSIENT = (ProviderTimeout, ProviderRateLimited, ProviderUnavailable)
+
+
+def retry_transient_provider_errors(task, task_run, state) -> bool:
+    """Prefect retry condition: retry a provider's timeout, rate limit or outage, never a bad answer or a
+    refused key (retrying those only repeats the failure)."""
+    return isinstance(state.data, _TRANSIENT)
+
 
 def fred_api_key(secret_block: str | None) -> str | None:
     """The FRED API key from a Prefect Secret block, else $FRED_API_KEY; never a flow parameter."""
-    if secret_block:
-        from prefect.blocks.system import Secret
-
-        return Secret.load(secret_block).get()
-    return os.environ.get("FRED_API_KEY") or None
+    return load_secret(secret_block) or os.environ.get("FRED_API_KEY") or None
 
 
-@task(name="fetch-series", retries=0)
-def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | None) -> list[dict[str, Any]]:
-    """Fetch each series from FRED now and store it as a vintage (identical content is not stored twice).
-    A fetch that covers less than the newest stored vintage (a truncated download, a publisher's outage) is
-    kept as a partial vintage, never used for resolution, and the run scores on what it had."""
+def run_name_from(prefix: str, *fields: str, width: int = 60) -> Callable[[], str]:
+    """A flow_run_name callable: `prefix-<params.field>-…` (each value cut to `width`), or `prefix-live-<today>`
+    when the fields are empty, so a run list tells replays, ranges and questions apart at a glance. It reads
+    the run's parameters as given (a model, or the plain dict a deployment run starts with)."""
+    def name() -> str:
+        from prefect.runtime import flow_run
+
+        model = next(iter(flow_run.parameters.values()), None)
+        values = [model.get(f) if isinstance(model, dict) else getattr(model, f, None) for f in fields]
+        shown = [str(v)[:width] for v in values if v not in (None, "")]
+        return "-".join([prefix, *shown]) if shown else f"{prefix}-live-{datetime.now(timezone.utc):%Y-%m-%d}"
+    return name
+
+
+@dataclass
+class FetchOutcome:
+    """What one series fetch did: a stored vintage (`ok`) or the typed reason there is none."""
+    series_id: str
+    kind: OutcomeKind
+    vintage_id: int | None = None
+    label: str | None = None
+    partial: bool = False
+    detail: str = ""
+
+
+# The connector makes a single attempt: retries are Prefect's, so each one shows in the UI (AwaitingRetry).
+@task(name="fetch-series", task_run_name="fetch-{series_id}", retries=2,
+      retry_delay_seconds=exponential_backoff(backoff_factor=1), retry_jitter_factor=0.5,
+      retry_condition_fn=retry_transient_provider_errors, timeout_seconds=FETCH_TIMEOUT_S + 30)
+def fetch_series_vintage(settings: Settings, series_id: str, key_secret: str | None) -> FetchOutcome:
+    """Fetch one series from FRED now (the API with a key, else the CSV export) and store it as a vintage
+    (identical content is not stored twice). A fetch that covers less than the newest stored vintage (a
+    truncated download, a publisher's outage) is kept as a partial vintage, never used for resolution."""
     # ATLAS_FRED_API_BASE / ATLAS_FRED_CSV_BASE point at a mirror (or a test server) instead of FRED.
     bases = {option: os.environ[variable] for option, variable in
              (("api_base", "ATLAS_FRED_API_BASE"), ("csv_base", "ATLAS_FRED_CSV_BASE")) if os.environ.get(variable)}
-    source = make_connector("fred", api_key=fred_api_key(key_secret), **bases)
-    fetched = [source.fetch(series_id) for series_id in series_ids]
-    stored = []
+    source = make_connector("fred", api_key=fred_api_key(key_secret), attempts=1, timeout_s=FETCH_TIMEOUT_S, **bases)
+    vintage = source.fetch(series_id)
+    logger = get_run_logger()
     with shared_database(settings).transaction() as conn:
-        for vintage in fetched:
-            try:
-                vintage_id, partial = repo.store_vintage(conn, vintage)[0], False
-            except VintageCoverageError as regressed:   # raised before anything of it is written
-                vintage_id, partial = repo.store_vintage(conn, vintage, partial=True)[0], True
-                get_run_logger().warning("stored as partial, not used for resolution: %s", regressed)
-            stored.append({"series_id": vintage.series_id, "vintage_id": vintage_id, "label": vintage.label,
-                           "partial": partial})
-    return stored
+        try:
+            vintage_id, partial = repo.store_vintage(conn, vintage)[0], False
+        except VintageCoverageError as regressed:   # raised before anything of it is written
+            vintage_id, partial = repo.store_vintage(conn, vintage, partial=True)[0], True
+            logger.warning("stored as partial, not used for resolution: %s", regressed)
+    logger.info("%s: vintage %s (%s, %d observations)%s", series_id, vintage_id, vintage.label,
+                len(vintage.series.observations), " partial" if partial else "")
+    return FetchOutcome(series_id, "ok", vintage_id, vintage.label, partial)
 
 
-@task(name="resolve-and-score")
+def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | None) -> list[dict[str, Any]]:
+    """Fetch every series, one task run each; a provider that stays unreachable after the retries is a typed
+    outcome (unavailable, timeout, …) and the run goes on with the vintages it has. One after the other, in
+    the flow's own thread: there the task's timeout can interrupt a hung call (in a pool thread it cannot)."""
+    outcomes = []
+    for series_id in series_ids:
+        try:
+            outcomes.append(fetch_series_vintage(settings, series_id, key_secret))
+        except ProviderError as failed:
+            get_run_logger().warning("%s not fetched, scoring on the stored vintages: %s", series_id, failed)
+            outcomes.append(FetchOutcome(series_id, failed.kind, detail=failed.detail[:300]))
+    return [asdict(outcome) for outcome in outcomes]
+
+
+def publish_fetch_outcomes(outcomes: list[dict[str, Any]], key: str) -> None:
+    from prefect.artifacts import create_table_artifact
+
+    if outcomes:
+        create_table_artifact(key=key, table=[{k: str(v) for k, v in o.items()} for o in outcomes],
+                              description="series fetched from FRED: the stored vintage, or why there is none")
+
+
+@task(name="series-due", task_run_name="series-due-{as_of:%Y-%m-%d}")
+def series_due(settings: Settings, as_of: datetime) -> list[str]:
+    """The series with bindings the nightly run at `as_of` still has to resolve."""
+    with shared_database(settings).connection() as conn:
+        return scores.series_due_tonight(conn, as_of=as_of)
+
+
+@task(name="resolve-and-score", task_run_name="{mode}-score-{as_of:%Y-%m-%d}")
 def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage_id: int | None = None,
                       series_id: str | None = None, deadline_from: datetime | None = None,
                       deadline_to: datetime | None = None, run_id: str | None = None) -> scores.ScoringRun:
     with shared_database(settings).transaction() as conn:
-        return scores.run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
-                                  deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id)
+        run = scores.run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
+                                 deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id)
+    get_run_logger().info("%s scoring at %s: %d due, %d scored, %d new rows", mode, as_of.isoformat(), run.due,
+                          run.scored, run.inserted)
+    return run
 
 
 @task(name="accuracy-report")
@@ -69,10 +140,20 @@ def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir
 
 
 def publish_report_artifacts(report: AccuracyReport, key_prefix: str = "accuracy") -> None:
-    """Table + markdown artifacts in the Prefect UI (FC-8)."""
-    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+    """Table, markdown and (once anything resolved) the reliability diagram as image artifacts in the
+    Prefect UI (FC-8). The image travels inside the artifact as a data: URL, so no report_dir, file server
+    or object store is needed to see it."""
+    from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
-    create_table_artifact(key=f"{key_prefix}-table", table=[{"measure": k.strip(), "value": v} for k, v in report.rows()],
+    create_table_artifact(key=f"{key_prefix}-table",
+                          table=[{"measure": k.strip(), "value": v} for k, v in report.rows()],
                           description="Accuracy: live state counts, last bound forecast, Brier and skill")
-    create_markdown_artifact(key=f"{key_prefix}-report", markdown=report.markdown(),
+    markdown = report.markdown()
+    if report.metrics is not None:
+        png = reliability_png(report.metrics.decomposition)
+        image_url = f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}"
+        create_image_artifact(image_url=image_url, key=f"{key_prefix}-reliability",
+                              description="reliability diagram of the resolved bound forecasts")
+        markdown += f"\n![reliability diagram]({image_url})\n"
+    create_markdown_artifact(key=f"{key_prefix}-report", markdown=markdown,
                              description="Accuracy report with the Murphy decomposition by bin")

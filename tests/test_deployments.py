@@ -30,7 +30,8 @@ def _deploy() -> None:
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "ATLAS_PROJECT_DIR": str(REPO),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "deployments/deploy.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(["bash", "deployments/deploy.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
@@ -109,3 +110,60 @@ def test_the_documented_resume_works_and_a_redeploy_keeps_the_lane_resumed(deplo
     _deploy()
     assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "active"
     assert main(["lane", "pause"]) == 0 and capsys.readouterr().out.strip().endswith(": paused")
+
+
+BLOCK_PICKERS = {"forecast": {"database_block": "forum-atlas-database", "providers_block": "forum-atlas-providers"},
+                 "bind-forecasts": {"database_block": "forum-atlas-database",
+                                    "providers_block": "forum-atlas-providers"},
+                 "score-accuracy": {"database_block": "forum-atlas-database"},
+                 "backfill-scores": {"database_block": "forum-atlas-database"}}
+
+
+def test_forecast_deployments_pick_blocks_and_describe_and_bound_their_parameters(deployed):
+    """Issue 13 (4): a block is chosen from a picker (the schema names its block type), never typed by name;
+    every parameter, and every field of a parameter model, has a description; probabilities are bounded."""
+    for name, pickers in BLOCK_PICKERS.items():
+        schema = next(d for key, d in deployed.items() if key.endswith(f"/{name}")).parameter_openapi_schema
+        definitions = schema["definitions"]
+        for parameter, block_type in pickers.items():
+            ref = schema["properties"][parameter]["anyOf"][0]["$ref"].rsplit("/", 1)[1]
+            assert definitions[ref]["block_type_slug"] == block_type, (name, parameter)
+        assert [p for p, field in schema["properties"].items() if not field.get("description")] == [], name
+        models = [d for d in definitions.values() if "block_type_slug" not in d and "properties" in d]
+        undescribed = [f"{model['title']}.{field}" for model in models for field, spec in model["properties"].items()
+                       if not spec.get("description") and model["title"] != "LaneQuestion"]
+        assert undescribed == [], name
+    forecast = next(d for key, d in deployed.items() if key.endswith("/forecast")).parameter_openapi_schema
+    for field in ("confidence_target", "base_rate"):
+        spec = forecast["definitions"]["ForecastRequest"]["properties"][field]
+        assert (spec["exclusiveMinimum"], spec["exclusiveMaximum"]) == (0, 1)
+
+
+def test_the_nightly_failure_alert_is_declared_against_the_api_and_a_redeploy_updates_it(deployed, monkeypatch):
+    """Issue 13 (5): deploying declares an automation that notifies through a webhook block when the nightly
+    run fails, crashes or times out; declaring it again updates it in place."""
+    from prefect.automations import Automation
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    from forum_atlas.cli import ops_stack
+
+    ops_stack.declare_alerts("http://127.0.0.1:9/first")
+    assert ops_stack.declare_alerts("http://127.0.0.1:9/alert").startswith("alert updated")
+    [automation] = [a for a in _automations() if a.name == ops_stack.ALERT_AUTOMATION]
+    nightly = next(d for key, d in deployed.items() if key.endswith("/score-accuracy"))
+    assert automation.enabled and automation.trigger.posture == "Reactive"
+    assert automation.trigger.expect == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed",
+                                         "prefect.flow-run.TimedOut"}
+    assert automation.trigger.match_related.model_dump() == {"prefect.resource.id": f"prefect.deployment.{nightly.id}"}
+    [action] = automation.actions
+    block = CustomWebhookNotificationBlock.load(ops_stack.ALERT_BLOCK)
+    assert action.type == "send-notification" and action.block_document_id == block._block_document_id
+    assert block.url == "http://127.0.0.1:9/alert"
+    assert isinstance(Automation.read(name=ops_stack.ALERT_AUTOMATION), Automation)
+
+
+def _automations():
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_automations()

@@ -3,7 +3,8 @@ from everything computed to the `BriefRecord` (with its evidence snapshot) that 
 
 The evidence snapshot (AUD-3) holds what a reader needs to re-derive the brief: the de-identified
 question and what was removed, the coordinator's plan, every retrieval stage's candidates, scores
-and ranks per persona, the passages as the personas read them (source and document versions,
+and ranks per persona, the evidence-gathering run that preceded it (or that none ran), the
+records retrieval would have matched but may not cite (retraction gate, licence guard) with why, the passages as the personas read them (source and document versions,
 text and its digest), every attempt's claims with the audit's verdicts, the published sections,
 engines with versions, prompt hashes and per-call outcomes.
 """
@@ -92,10 +93,25 @@ def retrieval_calls(results: Mapping[str, RetrievalResult], flow_run_id: str | N
     return calls
 
 
+GATHER_KEYS = ("run_id", "question", "removed", "plan", "outcomes", "source_versions", "ranked", "may_support",
+               "excluded", "documents_added")
+
+
+def gathering_record(gathered: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The snapshot's account of evidence gathering before the brief: the gather run (id, query plan,
+    per-source outcomes, source versions, what became of the records), or that none ran."""
+    if gathered is None:
+        return {"ran": False}
+    return {"ran": True, **{key: gathered[key] for key in GATHER_KEYS}}
+
+
 def assemble(plan: Plan, results: Mapping[str, RetrievalResult], evidence: RoundEvidence,
              drafts: Sequence[AuditedDraft], sections: Sequence[Section], synthesis: Section,
              engines: Mapping[str, str], extractive: bool, calls: Sequence[CallRecord], created_at: datetime,
-             flow_run_id: str | None = None) -> BriefRecord:
+             flow_run_id: str | None = None, *, gathered: Mapping[str, Any] | None = None,
+             withheld: Sequence[Mapping[str, Any]] = ()) -> BriefRecord:
+    """`gathered`: the gather-evidence run that preceded the brief (None: none ran); `withheld`: the
+    records retrieval would have matched but may not return, with the reason."""
     audit = summarize(sections, synthesis, drafts)
     calls = [*retrieval_calls(results, flow_run_id), *calls]
     snapshot = jsonable({
@@ -106,6 +122,8 @@ def assemble(plan: Plan, results: Mapping[str, RetrievalResult], evidence: Round
                        for r in plan.redactions],
         "plan": {**plan.as_dict(), "redactions": len(plan.redactions)},
         "retrieval": {role: result.as_dict() for role, result in results.items()},
+        "evidence_gathering": gathering_record(gathered),
+        "withheld": [dict(row) for row in withheld],
         "passages": {p.label: {**asdict(p), "text_sha256": hashlib.sha256(p.text.encode("utf-8")).hexdigest()}
                      for p in evidence.passages.values()},
         "attempts": [_attempt(d) for d in drafts],

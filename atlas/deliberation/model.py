@@ -295,6 +295,17 @@ class SectionView:
 
 
 @dataclass(frozen=True)
+class WithheldView:
+    """A source the brief's retrieval would have matched but may not cite, and why: the evidence
+    router's retraction gate excluded it, or its licence guard kept it as context only."""
+    record_key: str                   # doi:… | pmid:… | <source>:<id>
+    title: str
+    source: str                       # the evidence source that returned it
+    status: Literal["excluded", "context_only"]
+    reason: str
+
+
+@dataclass(frozen=True)
 class BriefView:
     brief_id: int
     question: str
@@ -308,6 +319,9 @@ class BriefView:
     seal: str
     redactions: int                   # how many pieces of personal data were removed from the question
     flow_run_id: str | None = None
+    withheld: tuple[WithheldView, ...] = ()
+    evidence_run_id: int | None = None        # the evidence-gathering run that preceded the brief (--gather)
+    gathered: tuple[str, ...] = ()            # that run's per-source outcomes, e.g. "pubmed ok(3)"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

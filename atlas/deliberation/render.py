@@ -29,6 +29,7 @@ from .model import (
     CitationView,
     ClaimView,
     SectionView,
+    WithheldView,
     insufficient_evidence,
 )
 from .quotes import quote_span
@@ -110,6 +111,17 @@ def _redaction_sentence(count: int) -> str:
     if count == 1:
         return "1 piece of personal data was removed from the question before any provider saw it."
     return f"{count} pieces of personal data were removed from the question before any provider saw it."
+
+
+def _gathered_sentence(view: BriefView) -> str:
+    return f"Evidence gathered first (evidence run {view.evidence_run_id}): " + " · ".join(view.gathered) + "."
+
+
+WITHHELD_INTRO = "Retrieval would have matched these records, but they may not be cited:"
+
+
+def _withheld_line(w: WithheldView) -> str:
+    return f"{_shorten(w.title)} ({w.record_key}, from {w.source}): {_flat(w.reason)}"
 
 
 EXTRACTIVE_STATEMENT = (
@@ -237,8 +249,17 @@ def _lines(view: BriefView, f: _Flavor) -> Iterator[str]:
     if view.redactions:
         yield f.esc(_redaction_sentence(view.redactions))
         yield ""
+    if view.evidence_run_id is not None:
+        yield f.esc(_gathered_sentence(view))
+        yield ""
     for section in _sections(view):
         yield from _section_lines(section, f)
+    if view.withheld:
+        yield from f.heading(2, "Sources withheld")
+        yield f.esc(WITHHELD_INTRO)
+        yield ""
+        yield from (f"- {f.esc(_withheld_line(w))}" for w in view.withheld)
+        yield ""
     yield from f.heading(2, "Audit summary")
     yield from f.audit_table(_audit_rows(view))
     yield f"Evidence snapshot #{view.snapshot_id} · seal {f.code(_seal(view.seal))}"
@@ -378,6 +399,13 @@ def _html_passages(cited: list[tuple[str, str, CitationView]]) -> str:
     return "\n".join(out)
 
 
+def _html_withheld(view: BriefView) -> str:
+    if not view.withheld:
+        return ""
+    items = "".join(f"<li>{_e(_withheld_line(w))}</li>" for w in view.withheld)
+    return f'<section class="withheld"><h2>Sources withheld</h2><p>{_e(WITHHELD_INTRO)}</p><ul>{items}</ul></section>'
+
+
 def _html_audit(view: BriefView) -> str:
     rows = "".join(f'<tr><th scope="row">{_e(label)}</th><td>{n}</td><td class="what">{_e(what)}</td></tr>'
                    for label, n, what in _audit_rows(view))
@@ -460,9 +488,11 @@ def render_html(view: BriefView) -> str:
         head.append(f'<p class="banner extractive">{_e(EXTRACTIVE_STATEMENT.format(sourced="[SOURCED]", inferred="[INFERRED]"))}</p>')
     if view.redactions:
         head.append(f'<p class="banner privacy">{_e(_redaction_sentence(view.redactions))}</p>')
+    if view.evidence_run_id is not None:
+        head.append(f'<p class="meta">{_e(_gathered_sentence(view))}</p>')
     head.append("</header>")
-    body = [*head, *(_html_section(s, i) for i, s in enumerate(_sections(view))), _html_audit(view),
-            _html_passages(cited)]
+    body = [*head, *(_html_section(s, i) for i, s in enumerate(_sections(view))), _html_withheld(view),
+            _html_audit(view), _html_passages(cited)]
     return ("<!DOCTYPE html>\n"
             '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'

@@ -3,7 +3,8 @@ there) and as the run's record of what became of each record.
 
 Only records that may support a claim (licence guard) and passed the retraction gate become
 documents; context-only records are kept as run records with the licence reason, excluded ones
-with the retraction reason. The document id is the record's DOI / PMID key, so a brief citing the
+with the retraction reason, and with their text, so that a later brief whose retrieval would have
+matched one can say why it is absent. The document id is the record's DOI / PMID key, so a
 document can be matched against `forum.evidence_records`.
 """
 
@@ -35,6 +36,7 @@ SOURCE_INFO: dict[str, dict] = {
     "medlineplus": {"name": "MedlinePlus", "importance": 4, "quality_score": 4, "url": "https://medlineplus.gov/"},
 }
 DOCUMENT_LICENCE = "per record: open licence or licensed abstract only (evidence licence guard, EVB-2)"
+EVIDENCE_SECTOR = "biomedical"
 _YEAR = re.compile(r"^\d{4}$")
 
 
@@ -44,8 +46,8 @@ def document_row(item: EvidenceItem) -> dict:
         "id": item.dedup_key, "title": item.title or item.dedup_key, "text": item.text, "url": item.url,
         # A bare year would be read as "this day of that year": pin it to 1 January.
         "published_at": f"{item.published}-01-01" if item.published and _YEAR.match(item.published) else item.published,
-        "sector": "biomedical",
-        "source": {**info, "licence": DOCUMENT_LICENCE, "sector": "biomedical"},
+        "sector": EVIDENCE_SECTOR,
+        "source": {**info, "licence": DOCUMENT_LICENCE, "sector": EVIDENCE_SECTOR},
     }
 
 
@@ -60,8 +62,8 @@ def record_rows(result: GatherResult) -> list[dict]:
 
 def _row(item: EvidenceItem, status: str, reason: str, score: float | None) -> dict:
     return {"record_key": item.dedup_key, "source": item.source, "external_id": item.external_id,
-            "title": item.title or item.dedup_key, "doi": item.doi, "pmid": item.pmid, "status": status,
-            "reason": reason or status, "score": score}
+            "title": item.title or item.dedup_key, "body": item.text, "doi": item.doi, "pmid": item.pmid,
+            "status": status, "reason": reason or status, "score": score}
 
 
 def write_documents(result: GatherResult, path: Path) -> int:

@@ -50,6 +50,10 @@ class EvidenceItem:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvidenceItem:
+        return cls(**data)
+
 
 @dataclass
 class SourceOutcome:
@@ -67,6 +71,10 @@ class SourceOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "label": self.label}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SourceOutcome:
+        return cls(**{k: v for k, v in data.items() if k != "label"})
 
 
 def normalise_doi(value: str | None) -> str | None:

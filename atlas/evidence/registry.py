@@ -24,6 +24,9 @@ SPECS: dict[str, SourceSpec] = {spec.name: spec for spec in (
     pubmed.SPEC, pubmed.COCHRANE_SPEC, pmc.SPEC, europepmc.SPEC, openalex.SPEC, clinicaltrials.SPEC, openfda.SPEC,
     crossref.SPEC, dailymed.SPEC, medlineplus.SPEC)}
 DEFAULT_SOURCES = ("pubmed", "europepmc", "openalex", "clinicaltrials", "openfda")
+# Raise when a connector's parser changes what it makes of the same answer: cached answers of the
+# old parsers then stop matching (source_version is part of the provider cache's key).
+PARSER_VERSION = "evidence-parsers 1"
 
 
 class RegistryError(ValueError):
@@ -75,11 +78,17 @@ def build_connectors(names: Iterable[str], *, base_urls: Mapping[str, str] | Non
     return built
 
 
+def http_clients(connector: Connector) -> list[SourceHttp]:
+    """The connector's HTTP clients (PMC has two: E-utilities and the OA service)."""
+    return [http for http in (connector.http, getattr(connector, "oa_http", None)) if http is not None]
+
+
+def source_version(connector: Connector) -> str:
+    """What answered: the endpoint(s) and the parsers' version. Part of the provider cache's key, so
+    a mirror or a parser change never serves another version's answer."""
+    return " + ".join(http.base_url for http in http_clients(connector)) + f" ({PARSER_VERSION})"
+
+
 def outbound_log(connectors: Mapping[str, Connector]) -> list[str]:
     """Every request the connectors' HTTP clients sent, in order per client."""
-    sent = []
-    for connector in connectors.values():
-        for http in (connector.http, getattr(connector, "oa_http", None)):
-            if http is not None:
-                sent += http.sent
-    return sent
+    return [line for connector in connectors.values() for http in http_clients(connector) for line in http.sent]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -54,6 +55,7 @@ class RetractionWatchIndex:
         return self.by_doi.get(item.doi or "") or self.by_pmid.get(item.pmid or "")
 
 
+_EXCLUDING_NOTE = re.compile(r"(?i)retract|withdra|removal")
 CrossrefLookup = Callable[[str], dict | None]   # DOI -> Crossref message, None when Crossref has no record
 
 
@@ -94,7 +96,9 @@ def gate(items: list[EvidenceItem], *, crossref: CrossrefLookup | None,
     for item in items:
         reason = ""
         if item.retracted:
-            reason = f"{item.source} marks it retracted/withdrawn ({'; '.join(item.notes)[:160]})"
+            # The notes that say why first (a record may also carry corrections): they name the notice.
+            said = [n for n in item.notes if _EXCLUDING_NOTE.search(n)] or item.notes
+            reason = f"{item.source} marks it retracted/withdrawn ({'; '.join(said)[:240]})"
         entry = retraction_watch.lookup(item) if retraction_watch and not reason else None
         if entry and entry.nature.lower() == "retraction":
             reason = f"Retraction Watch record {entry.record_id}: retracted {entry.date} (notice {entry.notice_doi})"

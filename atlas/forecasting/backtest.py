@@ -1,8 +1,9 @@
 """Rolling-origin backtest of the lane's driver rule on one series vintage (issue 11).
 
 At each origin t (every K-th published observation) the rule sees only the rows dated on or before
-t — the arrays are cut at t before the rule is called — and forecasts "will the value h periods
-after t be <cmp> the value at t" (or a fixed threshold) through the same `make_forecast` the lane
+t — v1 and v2 get the arrays cut at t; v3 reads a history in which every row was computed from the
+rows up to it (tests plant a future value and check nothing before it moves) — and forecasts "will
+the value h periods after t be <cmp> the value at t" (or a fixed threshold) through the same `make_forecast` the lane
 uses, with a seed derived from the run's seed and the origin, so the same command prints the same
 numbers. Each question is resolved on the same file: an empty target is counted as unresolvable,
 never filled. A single vintage cannot reproduce real-time revisions: every origin sees today's
@@ -25,9 +26,11 @@ from forum_atlas.forecasting.drivers import (
     LEGACY_RULE_VERSION,
     PERIODS_PER_YEAR,
     RULE_VERSION,
+    SHRUNK_RULE_VERSION,
+    DriftRule,
     SeriesView,
-    drivers_for,
     legacy_drivers_for,
+    shrunk_drivers_for,
 )
 from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.montecarlo import ForecastInputError
@@ -43,7 +46,17 @@ from forum_atlas.series.parsing import infer_frequency, parse_fred_csv, parse_ye
 
 REVISIONS_NOTE = ("One vintage cannot reproduce real-time revisions: each origin sees the file's (revised) "
                   "values of its past, not what was published at the time.")
-RULES = {"v2": RULE_VERSION, "v1": LEGACY_RULE_VERSION}
+
+
+def _per_origin(rule):
+    """A rule that recomputes everything from the rows up to each origin."""
+    return lambda view, frequency: lambda t, question: rule(view.upto(t), question, frequency)
+
+
+# --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t).
+# v3 (the lane's) reads a history computed once per question shape, each row from rows up to it only.
+RULES = {"v3": (RULE_VERSION, DriftRule), "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
+         "v1": (LEGACY_RULE_VERSION, _per_origin(lambda view, question, _: legacy_drivers_for(view, question)))}
 DEFAULT_TABLE_COLUMN = "realgdp"  # of a year/quarter table such as the statsmodels macro data
 _HORIZON = re.compile(r"^(\d+)([dmq]?)$")
 _DAYS_PER_YEAR = 365.25
@@ -96,7 +109,7 @@ class BacktestSpec:
     end: date | None = None            # last origin date (inclusive)
     comparator: str = ">"
     threshold: float | None = None     # None: against the value at the origin
-    rule: str = "v2"
+    rule: str = "v3"
     seed: int = 0
     confidence_target: float = 0.9
 
@@ -217,6 +230,8 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
     rows: list[BacktestRow] = []
     skipped = 0
     compare = COMPARATORS[spec.comparator]
+    rule_version, rule_on = RULES[spec.rule]
+    rule = rule_on(series.view, frequency)
     for t in origins:
         origin = dates[t].astype(date)
         target = dates[t + h].astype(date)
@@ -224,19 +239,15 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
             key="backtest", series_id=series_id, comparator=spec.comparator, target_date=target,
             deadline=datetime.combine(target + timedelta(days=1), time(0), tzinfo=timezone.utc),
             threshold=spec.threshold, reference_date=None if spec.threshold is not None else origin)
-        visible = SeriesView(dates[:t + 1], values[:t + 1])  # nothing after the origin reaches the rule
         try:
-            if spec.rule == "v2":
-                base_rate, drivers = drivers_for(visible, question, frequency)
-            else:
-                base_rate, drivers = legacy_drivers_for(visible, question)
+            base_rate, drivers = rule(int(t), question)  # as of the origin: no later row reaches the rule
         except ForecastInputError:
             skipped += 1
             continue
         record = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
                                confidence_target=spec.confidence_target,
                                issued_at=datetime.combine(origin, time(0), tzinfo=timezone.utc),
-                               requested_via="lane", engine={"drivers": RULES[spec.rule]},
+                               requested_via="lane", engine={"drivers": rule_version},
                                seed=spec.seed * 1_000_003 + int(t))
         reference = values[t] if spec.threshold is None else spec.threshold
         target_value = values[t + h]
@@ -247,5 +258,5 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
                **skill_metrics(np.array([r.probability for r in resolved]),
                                np.array([r.base_rate for r in resolved]),
                                np.array([r.outcome for r in resolved], dtype=np.float64))}
-    return BacktestResult(series_id, frequency, series.label, spec, RULES[spec.rule], rows, skipped,
+    return BacktestResult(series_id, frequency, series.label, spec, rule_version, rows, skipped,
                           perf_counter() - started, metrics)

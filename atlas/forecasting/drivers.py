@@ -2,10 +2,34 @@
 
 Everything comes from the vintage the forecaster could see at issue; empty observations are
 dropped, never filled. The rule works on arrays (dates as datetime64[D], values with NaN for an
-empty row) so the backtest can call it at thousands of origins; `series_drivers` adapts a list of
+empty row) so the backtest can call it at thousands of origins (v3 computes its history once per
+question shape, each row from the rows up to it: `DriftRule`); `series_drivers` adapts a list of
 observations.
 
-Rule "series-shrunk-drivers-v2" (RULE_VERSION, used by the lane since issue 11):
+Rule "series-held-out-drift-v3" (RULE_VERSION, the lane's rule since it replaced v2 in issue 11):
+
+1. Horizon h and the change question exactly as in v2 (step 1 below). The rule needs at least
+   max(MIN_HISTORY, h) visible h-period changes — at least one horizon's worth, so the base rate does
+   not rest on a handful of changes that share most of their path.
+2. Base rate (climatology): unchanged (v2 step 2), and what the forecast falls back to: with the
+   drift at weight 0 every simulated world has exactly the base rate, and the published share of
+   worlds differs from it by Monte-Carlo sampling only.
+3. One driver, "base-rate drift": the decay-weighted share of the visible changes (half-life
+   DRIFT_HALF_LIFE_YEARS), shrunk toward the base rate by DRIFT_PRIOR_CHANGES independent changes'
+   worth (DRIFT_PRIOR_CHANGES · h overlapping ones). It has no fitted coefficient, so its forecast at
+   any earlier origin s used only data up to s: its record there is genuinely held out.
+4. Held-out gate: at every earlier origin s whose outcome was known at issue (s + h <= last, and
+   where the rule could have forecast), the Brier gain of the drift over the base rate; origins
+   weighted by a half-life of RECORD_HALF_LIFE_YEARS. The drift counts (weight 1) only if that record
+   holds at least MIN_RECORD_CHANGES independent changes' worth of origins (weight sum / h) and its
+   mean gain exceeds DRIFT_GATE_Z standard errors; otherwise weight 0 and the forecast is the base
+   rate. Long horizons on short files never reach MIN_RECORD_CHANGES, so they stay on the base rate.
+   The driver's rationale states the record and the verdict.
+   The design constants (half-lives 10 and 15 years, prior 4 changes, 30 record changes, gate 0.25
+   SE, the one-horizon minimum history) were chosen after backtesting the series in BENCHMARKS.md;
+   the forecasts only ever use data visible at issue.
+
+Rule "series-shrunk-drivers-v2" (SHRUNK_RULE_VERSION, the lane's rule before v3):
 
 1. Horizon h counts the series' own periods from the last published observation to the target
    (business days for a daily series, months, quarters; `periods_between`). The question becomes
@@ -43,13 +67,15 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
+from scipy.signal import lfilter
 
 from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError
 from forum_atlas.scoring.resolution import COMPARATORS
 from forum_atlas.series.parsing import Observation, periods_between
 
-RULE_VERSION = "series-shrunk-drivers-v2"
+RULE_VERSION = "series-held-out-drift-v3"
+SHRUNK_RULE_VERSION = "series-shrunk-drivers-v2"
 LEGACY_RULE_VERSION = "series-climatology-momentum-v1"
 MIN_HISTORY = 8
 SHARE_WINDOWS = (("recent momentum", 6), ("medium-term regime", 24))
@@ -67,6 +93,12 @@ MAX_FIT_ORIGINS = 2000
 FIT_HALF_LIVES = 4
 PERIODS_PER_YEAR = {"daily": 261.0, "weekly": 52.0, "monthly": 12.0, "quarterly": 4.0, "annual": 1.0}
 LEGACY_WINDOWS = (("recent momentum", 6, 0.5), ("medium-term regime", 24, 0.3))
+# Rule v3 (see the module docstring)
+DRIFT_HALF_LIFE_YEARS = 10.0
+DRIFT_PRIOR_CHANGES = 4.0
+RECORD_HALF_LIFE_YEARS = 15.0
+MIN_RECORD_CHANGES = 30.0
+DRIFT_GATE_Z = 0.25
 
 
 def _smoothed_rate(hits, n):
@@ -92,6 +124,10 @@ class SeriesView:
         return cls(np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
                    np.array([np.nan if o.value is None else o.value for o in observations], dtype=np.float64))
 
+    def upto(self, index: int) -> SeriesView:
+        """The rows dated on or before row `index`: nothing after it reaches a rule given this view."""
+        return SeriesView(self.dates[:index + 1], self.values[:index + 1])
+
 
 @dataclass(frozen=True)
 class ChangeQuestion:
@@ -100,6 +136,11 @@ class ChangeQuestion:
     horizon: int
     required: float
     last_index: int
+
+
+def _own_periods(frequency: str):
+    """Horizon counting of rules v2 and v3: the series' own periods (business days, months, quarters)."""
+    return lambda later, earlier: periods_between(earlier, later, frequency)
 
 
 def change_question(view: SeriesView, question: BoundQuestion, horizon_between) -> ChangeQuestion:
@@ -265,9 +306,9 @@ def _fit_on_history(features: _Features, satisfied: np.ndarray, values: np.ndarr
     return fit
 
 
-def drivers_for(view: SeriesView, question: BoundQuestion, frequency: str) -> tuple[float, list[Driver]]:
+def shrunk_drivers_for(view: SeriesView, question: BoundQuestion, frequency: str) -> tuple[float, list[Driver]]:
     """Rule v2: base rate and drivers for `question` from the arrays visible at issue."""
-    change = change_question(view, question, lambda later, earlier: periods_between(earlier, later, frequency))
+    change = change_question(view, question, _own_periods(frequency))
     h = change.horizon
     values = view.values[:change.last_index + 1]
     satisfied = satisfied_changes(values, h, question.comparator, change.required)
@@ -317,6 +358,124 @@ def drivers_for(view: SeriesView, question: BoundQuestion, frequency: str) -> tu
     return base_rate, drivers
 
 
+def _decayed_sums(x: np.ndarray, decay: float) -> np.ndarray:
+    """s[j] = x[j] + decay · x[j − 1] + decay² · x[j − 2] + … (one C-level pass)."""
+    return lfilter([1.0], [1.0, -decay], x, axis=-1)
+
+
+@dataclass(frozen=True)
+class HeldOutRecord:
+    """How the drift did against the base rate on the earlier origins whose outcome was known at issue."""
+    changes: float   # their decay-weighted count, in independent h-period changes (weight sum / h)
+    gain: float      # weighted mean Brier gain of the drift over the base rate (> 0: the drift was better)
+    gain_se: float
+
+    @property
+    def passed(self) -> bool:
+        return self.changes >= MIN_RECORD_CHANGES and self.gain > DRIFT_GATE_Z * self.gain_se
+
+    def words(self) -> str:
+        verdict = "passed" if self.passed else "failed"
+        return (f"on earlier origins whose outcome was known at issue (about {self.changes:.0f} independent changes' "
+                f"worth, half-life {RECORD_HALF_LIFE_YEARS:g} years) it gained {self.gain:+.4f} Brier over the base "
+                f"rate (± {self.gain_se:.4f}); it counts only with at least {MIN_RECORD_CHANGES:g} such changes and "
+                f"a gain above {DRIFT_GATE_Z:g} standard errors: {verdict}")
+
+
+@dataclass(frozen=True)
+class DriftHistory:
+    """Rule v3's quantities for one change question (horizon, comparator, required change) as they
+    were known at every row i of a series, each computed from rows up to i only — so one pass serves
+    the lane (read at the last row) and every origin of a backtest (read at the origin)."""
+    horizon: int
+    enough_history: np.ndarray  # at least max(MIN_HISTORY, h) changes visible
+    known_changes: np.ndarray
+    base: np.ndarray            # the base rate
+    drift: np.ndarray           # the drifted share
+    drift_changes: np.ndarray   # independent changes behind the drift (prior included)
+    record: np.ndarray          # rows: weight sum, Σ w·gain, Σ w·gain² over the held-out earlier origins
+
+    @classmethod
+    def of(cls, values: np.ndarray, horizon: int, comparator: str, required: float,
+           periods_per_year: float) -> DriftHistory:
+        satisfied = satisfied_changes(values, horizon, comparator, required)
+        known = ~np.isnan(satisfied)
+        counts = np.cumsum(known)
+        enough_history = counts >= max(MIN_HISTORY, horizon)
+        hits = np.where(known, satisfied, 0.0)
+        base = _smoothed_rate(np.cumsum(hits), counts)
+        prior = DRIFT_PRIOR_CHANGES * horizon
+        recent_hits, recent = _decayed_sums(np.stack([hits, known.astype(np.float64)]),
+                                            0.5 ** (1.0 / (DRIFT_HALF_LIFE_YEARS * periods_per_year)))
+        drift = (recent_hits + prior * base) / (recent + prior)
+        # Held-out record: origin s (a published row where the rule could forecast) is scored on the
+        # change ending at s + h, so at row i it covers s <= i − h.
+        record = np.zeros((3, len(values)))
+        if len(values) > horizon:
+            earlier = slice(0, len(values) - horizon)
+            outcome = satisfied[horizon:]
+            usable = ~np.isnan(values[earlier]) & ~np.isnan(outcome) & enough_history[earlier]
+            outcome = np.where(usable, outcome, 0.0)
+            gain = np.where(usable, (base[earlier] - outcome) ** 2 - (drift[earlier] - outcome) ** 2, 0.0)
+            decay = 0.5 ** (1.0 / (RECORD_HALF_LIFE_YEARS * periods_per_year))
+            record[:, horizon:] = decay ** horizon * _decayed_sums(
+                np.stack([usable.astype(np.float64), gain, gain ** 2]), decay)
+        return cls(horizon, enough_history, counts, base, drift, (recent + prior) / horizon, record)
+
+    def held_out(self, i: int) -> HeldOutRecord:
+        total, gain_sum, square_sum = self.record[:, i]
+        if total <= 0:
+            return HeldOutRecord(0.0, 0.0, 0.0)
+        mean = gain_sum / total
+        changes = total / self.horizon  # overlapping changes count as one
+        spread = math.sqrt(max(square_sum / total - mean ** 2, 0.0))
+        return HeldOutRecord(float(changes), float(mean), spread / math.sqrt(max(changes, 1.0)))
+
+    def drivers(self, i: int, question: BoundQuestion, required: float) -> tuple[float, list[Driver]]:
+        """Base rate and the (gated) drift as known at row i."""
+        if not self.enough_history[i]:
+            raise ForecastInputError(
+                f"{question.series_id}: {self.known_changes[i]} visible {self.horizon}-period changes; the driver "
+                f"rule needs at least {max(MIN_HISTORY, self.horizon)} (one horizon's worth, and {MIN_HISTORY})")
+        record = self.held_out(i)
+        base_rate, drift, independent = float(self.base[i]), float(self.drift[i]), float(self.drift_changes[i])
+        claim = f"'{question.comparator} {required:+.4g}'"
+        weight = 1.0 if record.passed else 0.0
+        return base_rate, [Driver(
+            name=DRIFT_DRIVER, weight=weight, effect=float(_logit(drift) - _logit(base_rate)),
+            # sampling sd of the drifted share's log-odds, from the independent changes behind it
+            effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
+            hypothesis=(f"the share of {question.series_id}'s {self.horizon}-period changes satisfying {claim} has "
+                        f"drifted from its whole-history base rate {base_rate:.3f}: recently it is {drift:.3f}"),
+            rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
+                       f"the base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth (about {independent:.0f} independent "
+                       f"changes behind it); {record.words()} — weight {weight:g}"),
+        )]
+
+
+class DriftRule:
+    """Rule v3 on one series: `rule(i, question)` answers as of row i, from rows up to i only. The
+    history of the last change question asked is kept, so a backtest whose origins all ask the same
+    one (h periods ahead against the origin's value) computes it once."""
+
+    def __init__(self, view: SeriesView, frequency: str):
+        self.view, self.frequency = view, frequency
+        self._history: tuple[tuple, DriftHistory] | None = None
+
+    def __call__(self, i: int, question: BoundQuestion) -> tuple[float, list[Driver]]:
+        change = change_question(self.view.upto(i), question, _own_periods(self.frequency))
+        key = (change.horizon, question.comparator, change.required)
+        if self._history is None or self._history[0] != key:
+            self._history = key, DriftHistory.of(self.view.values, *key,
+                                                 PERIODS_PER_YEAR.get(self.frequency, 12.0))
+        return self._history[1].drivers(change.last_index, question, change.required)
+
+
+def drivers_for(view: SeriesView, question: BoundQuestion, frequency: str) -> tuple[float, list[Driver]]:
+    """Rule v3 (RULE_VERSION): base rate and the gated drift for `question` from the rows visible at issue."""
+    return DriftRule(view, frequency)(len(view.values) - 1, question)
+
+
 def legacy_drivers_for(view: SeriesView, question: BoundQuestion) -> tuple[float, list[Driver]]:
     """Rule v1 exactly as it bound forecasts before issue 11 (see the module docstring)."""
     change = change_question(view, question, lambda later, earlier: round(
@@ -346,5 +505,5 @@ def legacy_drivers_for(view: SeriesView, question: BoundQuestion) -> tuple[float
 
 def series_drivers(observations: Sequence[Observation], question: BoundQuestion, frequency: str
                    ) -> tuple[float, list[Driver]]:
-    """Rule v2 (RULE_VERSION) for `question` from the observations visible at issue."""
+    """Rule v3 (RULE_VERSION) for `question` from the observations visible at issue."""
     return drivers_for(SeriesView.of(observations), question, frequency)

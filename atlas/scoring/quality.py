@@ -3,9 +3,10 @@ and one current score per forecast and scoring version. GX is imported lazily (~
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
+
+from forum_atlas.validation import quiet_ephemeral_context
 
 SCORE_COLUMNS = ("forecast_id", "scoring_version", "vintage_id", "status", "outcome", "brier")
 
@@ -33,17 +34,12 @@ class QualityReport:
 
 def validate_current_scores(frame) -> QualityReport:
     """Validate a frame of current score rows (one per forecast and scoring version expected)."""
-    import great_expectations as gx
     import great_expectations.expectations as gxe
-    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     missing = [c for c in SCORE_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"score frame lacks columns {missing}")
-    # The ephemeral context announces its temporary docs folder at INFO on every run: noise here.
-    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)  # keep flow logs readable
+    context = quiet_ephemeral_context()
     batch = (context.data_sources.add_pandas("scores")
              .add_dataframe_asset("current_scores")
              .add_batch_definition_whole_dataframe("all")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from forum_atlas.cli.commands.evidence import SOURCES, source_assignment
 from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import instant, table
 from forum_atlas.deliberation.model import SPECIALISTS
@@ -24,6 +25,12 @@ def register(groups: argparse._SubParsersAction) -> None:
     ask.add_argument("--persona", action="append", dest="personas", choices=SPECIALISTS,
                      help="call this specialist (repeatable); default: the coordinator decides")
     ask.add_argument("--engine", choices=["offline", "openai"], help="LLM engine (default: ATLAS_LLM or offline)")
+    ask.add_argument("--gather", action="store_true",
+                     help="first gather evidence from the open sources for the question (the gather-evidence flow)")
+    ask.add_argument("--gather-source", action="append", dest="gather_sources", choices=SOURCES,
+                     help="with --gather: ask this source (repeatable; default as `atlas evidence gather`)")
+    ask.add_argument("--gather-base-url", action="append", dest="gather_base_urls", type=source_assignment,
+                     default=[], metavar="SOURCE=URL", help="with --gather: ask a mirror instead of the public API")
     _output_options(ask)
     ask.set_defaults(handler=_ask)
 
@@ -68,8 +75,11 @@ def run_ask(question: str, **parameters) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
+    gather_options = {"base_urls": dict(args.gather_base_urls), **({"sources": args.gather_sources}
+                                                                    if args.gather_sources else {})}
     brief_id = run_ask(args.question, top_k=args.top_k, sectors=args.sectors, published_after=args.since,
-                       published_before=args.until, personas=args.personas, engine=args.engine)
+                       published_before=args.until, personas=args.personas, engine=args.engine, gather=args.gather,
+                       gather_options=gather_options)
     return _show(argparse.Namespace(brief_id=brief_id, json=args.json, html=args.html))
 
 

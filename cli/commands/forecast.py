@@ -46,7 +46,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     against = backtest.add_mutually_exclusive_group()
     against.add_argument("--threshold", type=float, help="compare the target with this fixed value")
     against.add_argument("--against-origin", action="store_true", help="compare with the origin's value (default)")
-    backtest.add_argument("--rule", choices=["v2", "v1"], default="v2", help="v1: the rule before issue 11")
+    backtest.add_argument("--rule", choices=["v3", "v2", "v1"], default="v3",
+                          help="v3: the lane's rule; v2, v1: the rules it replaced (issue 11)")
     backtest.add_argument("--column", help="column of a year/quarter table (default realgdp)")
     backtest.add_argument("--vintage", type=int, help="stored vintage id when the source is a series id")
     backtest.add_argument("--seed", type=int, default=0)

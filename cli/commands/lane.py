@@ -48,6 +48,11 @@ def _state(deployment) -> str:
     return "active" if any(s.active for s in deployment.schedules) else "paused"
 
 
+def lane_state() -> str:
+    """active, paused or absent, on the server of the current Prefect settings."""
+    return _state(asyncio.run(_read()))
+
+
 def _status(args: argparse.Namespace) -> int:
     _require_server()
     deployment = asyncio.run(_read())
@@ -60,19 +65,24 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set(active: bool) -> int:
-    _require_server()
-
+def set_lane(active: bool) -> str:
+    """Activate or deactivate every schedule of the lane; returns its state after."""
     async def apply() -> str:
         from prefect import get_client
+        from prefect.settings import PREFECT_API_URL
 
         deployment = await _read()
         if deployment is None:
-            raise RuntimeError(f"{LANE} is not deployed on {os.environ['PREFECT_API_URL']}: run deployments/deploy.sh")
+            raise RuntimeError(f"{LANE} is not deployed on {PREFECT_API_URL.value()}: run deployments/deploy.sh")
         async with get_client() as client:
             for schedule in deployment.schedules:
                 await client.update_deployment_schedule(deployment.id, schedule.id, active=active)
         return _state(await _read())
 
-    print(f"{LANE}: {asyncio.run(apply())}")
+    return asyncio.run(apply())
+
+
+def _set(active: bool) -> int:
+    _require_server()
+    print(f"{LANE}: {set_lane(active)}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from forum_atlas.cli.output import table
 
@@ -16,6 +17,14 @@ def register(groups: argparse._SubParsersAction) -> None:
     up.set_defaults(handler=_up)
     sub.add_parser("down", help="stop the stack's processes").set_defaults(handler=_down)
     sub.add_parser("status", help="the stack's processes and URLs").set_defaults(handler=_status)
+    sub.add_parser("deploy", help="deploy prefect.yaml to the server at PREFECT_API_URL, keeping the lane's state "
+                                  "(what deployments/deploy.sh runs)").set_defaults(handler=_deploy)
+    alerts = sub.add_parser("alerts", help="declare the automation that notifies when the nightly score fails "
+                                           "(deploy.sh runs it; needs PREFECT_API_URL)")
+    alerts.add_argument("--webhook-url", default=os.environ.get("ATLAS_ALERT_WEBHOOK_URL"),
+                        help="where to POST the alert (default $ATLAS_ALERT_WEBHOOK_URL; empty = a saved "
+                             "atlas-nightly-alert block)")
+    alerts.set_defaults(handler=_alerts)
 
 
 def _settings():
@@ -50,6 +59,33 @@ def _status(args: argparse.Namespace) -> int:
         return 1
     _print(stack)
     return 0 if all(ops_stack.alive(pid) for pid in stack.pids.values()) else 1
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from forum_atlas.cli import ops_stack
+
+    api_url = _require_api_url()
+    root = Path(os.environ.get("ATLAS_PROJECT_DIR") or ops_stack.project_dir())
+    for line in ops_stack.deploy(api_url, root, dict(os.environ)):
+        print(line)
+    return 0
+
+
+def _require_api_url() -> str:
+    if not os.environ.get("PREFECT_API_URL"):
+        raise RuntimeError("set PREFECT_API_URL to your Prefect server, e.g. http://127.0.0.1:4200/api "
+                           "(`atlas ops up` starts one)")
+    return os.environ["PREFECT_API_URL"]
+
+
+def _alerts(args: argparse.Namespace) -> int:
+    from forum_atlas.cli import ops_stack
+
+    _require_api_url()
+    print(ops_stack.declare_alerts(args.webhook_url or None))
+    return 0
 
 
 def _print(stack) -> None:

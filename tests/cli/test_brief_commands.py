@@ -64,3 +64,37 @@ def test_show_and_verify_run_without_prefect_and_catch_tampering(asked, database
     assert f"snapshot {view['snapshot_id']}" in tampered.stdout and "FAIL" in tampered.stdout
     missing = run_cli_without_prefect(database_url, tmp_path, "brief", "show", "999999")
     assert missing.returncode == 1 and "no brief with id 999999" in missing.stderr
+
+
+def test_ask_with_gather_runs_the_gather_first_and_names_the_retracted_source(
+        prefect_env, db, database_url, tmp_path, monkeypatch, capsys):
+    """`atlas ask --gather`: Crossref (replaying a real record that carries `updated-by` retraction)
+    returns the retracted paper; the brief records the gather run in its sealed snapshot and says
+    why the paper its retrieval would have matched is absent."""
+    from forum_atlas.store.briefs import load_snapshot, verify_brief
+    from tests.atlas.evidence.replay import body
+    from tests.support.wire import Reply, WireServer
+
+    monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    ingest(db, [record("trial", TRIAL, title="Vitamin D and hip fracture", sector="health")])
+    retracted = json.loads(body("crossref/derived_pruned/cachewrapped_works_10.1016_s0140-6736-97-11096-0.json"))
+    with WireServer() as crossref:
+        crossref.always("/works", Reply(200, {"status": "ok", "message": {"items": [retracted["message"]]}}))
+        assert main(["ask", "Is ileal lymphoid nodular hyperplasia linked to developmental disorder in children?",
+                     "--persona", "technical", "--gather", "--gather-source", "crossref",
+                     "--gather-base-url", f"crossref={crossref.url}"]) == 0
+    out = capsys.readouterr().out
+    brief_id = int(out.split("Brief #", 1)[1].split(":", 1)[0])
+    assert "Evidence gathered first (evidence run " in out and "crossref ok(1)" in out
+    withheld = out.split("Sources withheld", 1)[1].split("Audit summary", 1)[0]
+    assert "doi:10.1016/s0140-6736(97)11096-0" in withheld and "Ileal-lymphoid-nodular hyperplasia" in withheld
+    assert "retraction" in withheld and "10.1016/s0140-6736(10)60175-4" in withheld   # the retraction notice
+    gathering = load_snapshot(db, brief_id)["evidence"]["evidence_gathering"]
+    with db.connection() as conn:
+        (run_id,) = [r["run_id"] for r in conn.execute("SELECT run_id FROM forum.evidence_runs")]
+    assert gathering["ran"] and gathering["run_id"] == run_id and gathering["excluded"] == 1
+    assert [s["source"] for s in gathering["plan"]["steps"]] == ["crossref"]
+    assert [o["outcome"] for o in gathering["outcomes"]] == ["ok(1)"]
+    assert crossref.url in gathering["source_versions"]["crossref"]["version"]
+    assert verify_brief(db, brief_id) == []

@@ -80,6 +80,36 @@ def test_offline_engine_writes_an_extractive_brief_that_verifies(prefect_env, at
     assert all(r["outcome"] == "ok" and len(r["input_digest"]) == 64 and r["flow_run_id"] for r in stages.values())
 
 
+def test_a_later_brief_says_why_a_retracted_source_it_would_have_matched_is_absent(prefect_env, atlas_env, corpus):
+    """A gather run meets a retracted paper (a real Crossref record with `updated-by` retraction): it is
+    not ingested; a later brief whose retrieval would have matched it names it and the reason, and
+    records that no gather ran for it; a brief on another topic does not mention it."""
+    import json
+
+    from forum_atlas.flows.gather_evidence import GatherParameters, gather_evidence
+    from tests.atlas.evidence.replay import body
+    from tests.support.wire import Reply, WireServer
+
+    retracted = json.loads(body("crossref/derived_pruned/cachewrapped_works_10.1016_s0140-6736-97-11096-0.json"))
+    with WireServer() as crossref:
+        crossref.always("/works", Reply(200, {"status": "ok", "message": {"items": [retracted["message"]]}}))
+        gathered = gather_evidence(GatherParameters(question="ileal lymphoid nodular hyperplasia in children",
+                                                    sources=["crossref"], base_urls={"crossref": crossref.url}))
+    assert gathered["excluded"] == 1 and gathered["documents_added"] == 0
+    out = run("Is pervasive developmental disorder in children linked to colitis?", personas=["technical"])
+    view = briefs.load_brief(corpus, out["brief_id"])
+    (withheld,) = view.withheld
+    assert withheld.record_key == "doi:10.1016/s0140-6736(97)11096-0" and withheld.status == "excluded"
+    assert "retraction" in withheld.reason and "10.1016/s0140-6736(10)60175-4" in withheld.reason
+    assert view.evidence_run_id is None and view.gathered == ()
+    snapshot = briefs.load_snapshot(corpus, out["brief_id"])["evidence"]
+    assert snapshot["evidence_gathering"] == {"ran": False}
+    assert [w["record_key"] for w in snapshot["withheld"]] == [withheld.record_key]
+    assert snapshot["withheld"][0]["roles"] == ["technical"]
+    other = briefs.load_brief(corpus, run(personas=["technical"])["brief_id"])
+    assert other.withheld == ()
+
+
 def test_a_question_with_nothing_relevant_gets_insufficient_evidence(prefect_env, atlas_env, corpus):
     out = run("What is the airspeed velocity of an unladen swallow?")
     view = briefs.load_brief(corpus, out["brief_id"])

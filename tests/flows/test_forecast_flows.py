@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forum_atlas.forecasting.drivers import RULE_VERSION
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 
@@ -62,8 +63,11 @@ def test_direct_forecast_flow_publishes_an_unscoreable_forecast(prefect_env, atl
 def test_forecast_flow_refuses_a_bad_confidence_target_and_writes_nothing(prefect_env, atlas_env, db):
     from forum_atlas.flows.forecast import ForecastRequest, forecast
 
-    with pytest.raises(Exception, match="strictly between 0 and 1"):
+    with pytest.raises(Exception, match="confidence_target\n  Input should be less than 1"):
         forecast(ForecastRequest(question="q?", confidence_target=1.0))
+    with pytest.raises(Exception, match="strictly between 0 and 1"):   # a caller that skips validation
+        forecast(ForecastRequest.model_construct(question="q?", confidence_target=1.0, base_rate=0.5, drivers=None,
+                                                 seed=None, requested_via="api"))
     with db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM forum.forecasts").fetchone()["n"] == 0
 
@@ -217,9 +221,22 @@ def test_backtest_flow_on_a_stored_vintage_and_on_a_file_publishes_the_reliabili
     assert stored["source"] == "UNRATE vintage 2026-03 (#1)" and from_file["source"] == unrate.name
     # the same observations give the same numbers, whichever way they were read
     assert {k: v for k, v in stored.items() if k != "source"} == {k: v for k, v in from_file.items() if k != "source"}
-    assert stored["unresolvable"] == 1 and stored["n"] > 150 and stored["rule"] == "series-shrunk-drivers-v2"
+    assert stored["unresolvable"] == 1 and stored["n"] > 150 and stored["rule"] == RULE_VERSION   # the lane's rule
     assert (tmp_path / "reliability.png").read_bytes()[:4] == b"\x89PNG"
     with get_client(sync_client=True) as client:
         [artifact, *_] = client.read_artifacts(artifact_filter=ArtifactFilter(
             key=ArtifactFilterKey(any_=["forecast-backtest"])))
     assert "data:image/png;base64," in str(artifact.data) and "real-time revisions" in str(artifact.data)
+
+
+def test_the_shipped_lane_questions_are_relative_to_the_run_and_name_only_fetchable_series(db):
+    """Issue 13 (2): data/forecast_lane.json holds no dates (targets and deadlines follow the run and the data
+    it fetched) and names only registered FRED series of a frequency the lane can derive a target for."""
+    from forum_atlas.forecasting.lane import load_questions
+    from forum_atlas.resources import data_file
+
+    questions = load_questions(data_file("forecast_lane.json"))
+    with db.connection() as conn:
+        registry = repo.series_registry(conn)
+    assert questions and all(q.target_date is None and q.deadline is None for q in questions)
+    assert {registry.info(q.series_id).frequency for q in questions} <= {"monthly", "quarterly"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,19 @@ def parse_xml(source: str, text: str, where: str) -> ET.Element:
         return ET.fromstring(text)
     except ET.ParseError as exc:
         raise ProviderBadResponse(source, f"{where}: not XML: {exc}") from exc
+
+
+def parse_root(source: str, text: str, where: str, tag: str) -> ET.Element:
+    """The answer's root element, which must be `tag`."""
+    root = parse_xml(source, text, where)
+    expect(source, root.tag == tag, f"{where}: unexpected root <{root.tag}>")
+    return root
+
+
+def parse_records(source: str, text: str, where: str, root_tag: str, record_tag: str,
+                  parse_record: Callable[[str, ET.Element], EvidenceItem]) -> list[EvidenceItem]:
+    """An efetch-style answer (PubMed, PMC): one item per record element under the checked root."""
+    return [parse_record(source, record) for record in parse_root(source, text, where, root_tag).iterfind(record_tag)]
 
 
 def text_of(element: ET.Element | None) -> str:

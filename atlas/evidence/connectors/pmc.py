@@ -12,7 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from forum_atlas.evidence.connectors.base import SourceSpec, expect, parse_xml, text_of
+from forum_atlas.evidence.connectors.base import SourceSpec, expect, parse_records, parse_root, text_of
 from forum_atlas.evidence.connectors.http import LicenceBlocked, SourceHttp
 from forum_atlas.evidence.connectors.pubmed import parse_esearch
 from forum_atlas.evidence.model import EvidenceItem, EvidenceQuery, normalise_doi
@@ -33,8 +33,7 @@ class OaRecord:
 
 
 def parse_oa(source: str, pmcid: str, text: str) -> OaRecord:
-    root = parse_xml(source, text, "oa.fcgi")
-    expect(source, root.tag == "OA", f"oa.fcgi: unexpected root <{root.tag}>")
+    root = parse_root(source, text, "oa.fcgi", "OA")
     error = root.find("error")
     if error is not None:
         code = error.get("code", "")
@@ -53,27 +52,26 @@ def _jats_section(article: ET.Element, path: str) -> str:
     return "\n".join(text_of(p) for p in article.iterfind(path) if text_of(p))
 
 
+def _jats_article(source: str, article: ET.Element) -> EvidenceItem:
+    meta = article.find("front/article-meta")
+    expect(source, meta is not None, "article without front/article-meta")
+    ids = {node.get("pub-id-type"): text_of(node) for node in meta.iterfind("article-id")}
+    pmcid = ids.get("pmc") or ids.get("pmcid") or ""
+    pmcid = pmcid if pmcid.startswith("PMC") else f"PMC{pmcid}"
+    related = [r.get("related-article-type") for r in article.iter("related-article")]
+    abstract = _jats_section(meta, "abstract//p")
+    body = _jats_section(article, "body//p")
+    return EvidenceItem(
+        source=source, external_id=pmcid, title=text_of(meta.find("title-group/article-title")),
+        text="\n\n".join(t for t in (abstract, body) if t), doi=normalise_doi(ids.get("doi")),
+        pmid=ids.get("pmid"), url=f"https://pmc.ncbi.nlm.nih.gov/articles/{pmcid}/",
+        published=text_of(meta.find("pub-date/year")) or None, kind="full_text",
+        licence=text_of(meta.find("permissions/license")) or None,
+        notes=[f"article-type {article.get('article-type')}"] + [f"related-article {r}" for r in related if r])
+
+
 def parse_jats(source: str, text: str) -> list[EvidenceItem]:
-    root = parse_xml(source, text, "efetch db=pmc")
-    expect(source, root.tag == "pmc-articleset", f"efetch db=pmc: unexpected root <{root.tag}>")
-    items = []
-    for article in root.iterfind("article"):
-        meta = article.find("front/article-meta")
-        expect(source, meta is not None, "article without front/article-meta")
-        ids = {node.get("pub-id-type"): text_of(node) for node in meta.iterfind("article-id")}
-        pmcid = ids.get("pmc") or ids.get("pmcid") or ""
-        pmcid = pmcid if pmcid.startswith("PMC") else f"PMC{pmcid}"
-        related = [r.get("related-article-type") for r in article.iter("related-article")]
-        abstract = _jats_section(meta, "abstract//p")
-        body = _jats_section(article, "body//p")
-        items.append(EvidenceItem(
-            source=source, external_id=pmcid, title=text_of(meta.find("title-group/article-title")),
-            text="\n\n".join(t for t in (abstract, body) if t), doi=normalise_doi(ids.get("doi")),
-            pmid=ids.get("pmid"), url=f"https://pmc.ncbi.nlm.nih.gov/articles/{pmcid}/",
-            published=text_of(meta.find("pub-date/year")) or None, kind="full_text",
-            licence=text_of(meta.find("permissions/license")) or None,
-            notes=[f"article-type {article.get('article-type')}"] + [f"related-article {r}" for r in related if r]))
-    return items
+    return parse_records(source, text, "efetch db=pmc", "pmc-articleset", "article", _jats_article)
 
 
 class PmcConnector:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from forum_atlas.evidence.connectors.base import SourceSpec, expect, parse_xml, text_of
+from forum_atlas.evidence.connectors.base import SourceSpec, expect, parse_records, parse_xml, text_of
 from forum_atlas.evidence.connectors.http import SourceHttp
 from forum_atlas.evidence.model import EvidenceItem, EvidenceQuery, normalise_doi
 from forum_atlas.providers import ProviderBadResponse
@@ -50,32 +50,31 @@ def _published(article: ET.Element) -> str | None:
     return text_of(date.find("Year")) or text_of(date.find("MedlineDate"))[:4] or None
 
 
+def _pubmed_article(source: str, record: ET.Element) -> EvidenceItem:
+    citation = record.find("MedlineCitation")
+    article = citation.find("Article") if citation is not None else None
+    pmid = text_of(citation.find("PMID")) if citation is not None else ""
+    expect(source, article is not None and bool(pmid), "efetch: PubmedArticle without PMID/Article")
+    doi = None
+    for node in record.iterfind("PubmedData/ArticleIdList/ArticleId"):
+        if node.get("IdType") == "doi":
+            doi = text_of(node)
+    for node in article.iterfind("ELocationID"):
+        if node.get("EIdType") == "doi" and not doi:
+            doi = text_of(node)
+    types = [text_of(t) for t in article.iterfind("PublicationTypeList/PublicationType")]
+    refs = {c.get("RefType") for c in citation.iterfind("CommentsCorrectionsList/CommentsCorrections")}
+    retracted = "Retracted Publication" in types or "RetractionIn" in refs
+    notes = [f"publication types: {', '.join(types)}"] if types else []
+    return EvidenceItem(
+        source=source, external_id=f"pmid:{pmid}", title=text_of(article.find("ArticleTitle")),
+        text=_abstract(article), doi=normalise_doi(doi), pmid=pmid,
+        url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/", published=_published(article),
+        kind="abstract", licence=PUBMED_LICENCE, retracted=retracted, notes=notes)
+
+
 def parse_efetch(source: str, text: str) -> list[EvidenceItem]:
-    root = parse_xml(source, text, "efetch")
-    expect(source, root.tag == "PubmedArticleSet", f"efetch: unexpected root <{root.tag}>")
-    items = []
-    for record in root.iterfind("PubmedArticle"):
-        citation = record.find("MedlineCitation")
-        article = citation.find("Article") if citation is not None else None
-        pmid = text_of(citation.find("PMID")) if citation is not None else ""
-        expect(source, article is not None and bool(pmid), "efetch: PubmedArticle without PMID/Article")
-        doi = None
-        for node in record.iterfind("PubmedData/ArticleIdList/ArticleId"):
-            if node.get("IdType") == "doi":
-                doi = text_of(node)
-        for node in article.iterfind("ELocationID"):
-            if node.get("EIdType") == "doi" and not doi:
-                doi = text_of(node)
-        types = [text_of(t) for t in article.iterfind("PublicationTypeList/PublicationType")]
-        refs = {c.get("RefType") for c in citation.iterfind("CommentsCorrectionsList/CommentsCorrections")}
-        retracted = "Retracted Publication" in types or "RetractionIn" in refs
-        notes = [f"publication types: {', '.join(types)}"] if types else []
-        items.append(EvidenceItem(
-            source=source, external_id=f"pmid:{pmid}", title=text_of(article.find("ArticleTitle")),
-            text=_abstract(article), doi=normalise_doi(doi), pmid=pmid,
-            url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/", published=_published(article),
-            kind="abstract", licence=PUBMED_LICENCE, retracted=retracted, notes=notes))
-    return items
+    return parse_records(source, text, "efetch", "PubmedArticleSet", "PubmedArticle", _pubmed_article)
 
 
 class PubMedConnector:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from urllib.parse import quote, quote_plus
 
 from forum_atlas.evidence.registry import DEFAULT_SOURCES, build_connectors, outbound_log
 from forum_atlas.evidence.retraction import RetractionWatchIndex
 from forum_atlas.evidence.router import ProviderCache, gather
 from tests.atlas.evidence.replay import body, crossref_message, recorded
-from tests.support.wire import Reply
+from tests.support.wire import Reply, WireServer
 
 PLANTED = ["Jane Q. Doe", "Okafor", "jane.doe@example.org", "+44 20 7946 0958", "4482913", "03/14/1961",
            "555-867-5309", "123-45-6789"]
@@ -101,3 +102,24 @@ def test_the_order_is_deterministic(wire, sleeps):
     assert runs[0] == runs[1] and len(runs[0]) > 20
     scores = [score for score, _ in runs[0]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_stored_answers_serve_the_same_source_version_only(wire, sleeps):
+    """The cache as the flow stores it (JSON rows) answers a later run; a different endpoint is a
+    different source version and is asked afresh."""
+    serve_all_five(wire)
+    cache = ProviderCache()
+    first = gather("metformin cancer", five(wire, sleeps), cache=cache, retraction_watch=None)
+    rows = [{**json.loads(json.dumps(row)), "stored_at": datetime.now(UTC)} for row in cache.fresh_rows()]
+    assert [r["source"] for r in rows] and {r["source"] for r in rows} == set(DEFAULT_SOURCES)
+    assert all(r["query"] == "metformin cancer" and wire.url in r["source_version"] for r in rows)
+    stored = ProviderCache.from_rows(rows)
+    asked = len(wire.requests)
+    again = gather("metformin cancer", five(wire, sleeps), cache=stored, retraction_watch=None)
+    assert len(wire.requests) == asked and all(o.from_cache for o in again.outcomes)
+    assert annotations(again) == annotations(first) and stored.fresh_rows() == []
+    assert {v["from_cache"] for v in again.source_versions.values()} == {True}
+    with WireServer() as mirror:
+        serve_all_five(mirror)
+        elsewhere = gather("metformin cancer", five(mirror, sleeps), cache=stored, retraction_watch=None)
+        assert not any(o.from_cache for o in elsewhere.outcomes) and len(mirror.requests) >= 6

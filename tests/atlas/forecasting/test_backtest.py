@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import date
+from datetime import date, datetime, timezone
 
 import numpy as np
 import pytest
@@ -15,7 +15,8 @@ from forum_atlas.forecasting.backtest import (
     read_series_file,
     run_backtest,
 )
-from forum_atlas.forecasting.drivers import SeriesView
+from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.drivers import DriftRule, SeriesView, drivers_for
 from forum_atlas.series.parsing import SeriesFormatError
 
 
@@ -35,7 +36,7 @@ def _with_value(source: SeriesSource, when: date, value: float) -> SeriesSource:
     return replace(source, view=SeriesView(source.view.dates, values))
 
 
-@pytest.mark.parametrize("rule", ["v2", "v1"])
+@pytest.mark.parametrize("rule", ["v3", "v2", "v1"])
 def test_a_planted_future_value_changes_nothing_before_its_date(unrate, rule):
     spec = BacktestSpec(horizon=3, rule=rule)
     planted = date(2020, 6, 1)
@@ -107,12 +108,32 @@ def test_the_quarterly_macro_table_is_read_by_column(shared_data):
 
 def test_the_new_rule_is_no_worse_than_the_base_rate_where_the_old_one_lost(dgs10):
     """The issue's finding, reproduced and fixed: on DGS10, 30 days ahead, v1 loses to a coin; over
-    ~1,000 origins v2 meets the issue's targets (skill vs base rate >= 0, ECE <= 0.05)."""
+    ~1,000 origins v3 meets the issue's targets (skill vs base rate >= 0, ECE <= 0.05)."""
     spec = BacktestSpec(horizon=21, every=14)
     old, new = run_backtest(dgs10, replace(spec, rule="v1")), run_backtest(dgs10, spec)
     assert old.metrics["brier"] > 0.28 and old.metrics["skill_vs_half"] < 0
-    assert new.metrics["n"] >= 1000
+    assert new.rule_version == "series-held-out-drift-v3" and new.metrics["n"] >= 1000
     assert new.metrics["skill_vs_base_rate"] >= 0 and new.metrics["ece"] <= 0.05
+
+
+def test_v3_reads_one_history_per_question_yet_answers_as_if_cut_at_each_origin(dgs10):
+    """v3 computes its history once per question shape instead of at each origin: a planted future
+    value moves nothing before it, and at every origin the shared rule gives exactly what the lane's
+    `drivers_for` gives on the rows up to that origin (against the origin's value, and thresholds)."""
+    spec = BacktestSpec(horizon=65, every=211, start=date(1990, 1, 1))
+    planted = date(2005, 3, 1)
+    honest, poisoned = run_backtest(dgs10, spec), run_backtest(_with_value(dgs10, planted, 0.0), spec)
+    before = [r for r in honest.rows if r.target < planted]
+    assert len(before) > 15 and before == [r for r in poisoned.rows if r.target < planted]
+    assert honest.rows != poisoned.rows
+    shared = DriftRule(dgs10.view, "daily")
+    origins = np.flatnonzero(~np.isnan(dgs10.view.values))[3000:14000:1500]
+    for t in origins:
+        origin, target = dgs10.view.dates[t].astype(date), dgs10.view.dates[t + 21].astype(date)
+        deadline = datetime(2100, 1, 1, tzinfo=timezone.utc)
+        for question in (BoundQuestion("k", "DGS10", ">", target, deadline, reference_date=origin),
+                         BoundQuestion("k", "DGS10", "<=", target, deadline, threshold=5.0)):
+            assert shared(int(t), question) == drivers_for(dgs10.view.upto(int(t)), question, "daily")
 
 
 def test_writes_markdown_json_and_a_reliability_png(unrate, tmp_path):

@@ -35,10 +35,11 @@ def test_rolling_month_over_month_question(unrate_2025_04):
     assert q.text.startswith("Will UNRATE for 2025-04 be > its 2025-03 value?")
     base_rate, drivers = series_drivers(unrate_2025_04, q, "monthly")
     assert 0 < base_rate < 1
-    assert [d.name for d in drivers] == ["recent momentum", "medium-term regime", "base-rate drift"]
-    assert RULE_VERSION == "series-shrunk-drivers-v2"
+    assert [d.name for d in drivers] == ["base-rate drift"]
+    assert RULE_VERSION == "series-held-out-drift-v3"
     for driver in drivers:  # every driver says what it claims and why it counts (or not)
         assert driver.hypothesis and "earlier origins" in driver.rationale and driver.weight in (0.0, 1.0)
+        assert ("passed" if driver.weight else "failed") in driver.rationale
 
 
 def test_threshold_question(unrate_2025_04):
