@@ -157,10 +157,20 @@ def shared_database(settings: Settings) -> Database:
         return _shared[key]
 
 
+def shared_keys() -> set[tuple[str | None, str]]:
+    """Which databases this process holds a pooled handle for."""
+    with _shared_lock:
+        return set(_shared)
+
+
 @atexit.register
-def _close_shared() -> None:
-    for handle in _shared.values():
-        handle.close()
+def close_shared(keep: set[tuple[str | None, str]] = frozenset()) -> None:
+    """Close the pooled handles, all but `keep` (a later `shared_database` call opens a new one):
+    a process that moves on from a database, such as a test session with a database per test, would
+    otherwise hold its idle connections until the server has no slot left."""
+    with _shared_lock:
+        for key in [k for k in _shared if k not in keep]:
+            _shared.pop(key).close()
 
 
 def is_transient(error: object) -> bool:

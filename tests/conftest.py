@@ -93,6 +93,17 @@ def _fresh_database(server_url: str, *, template: str = TEMPLATE) -> str:
     return make_conninfo(server_url, dbname=name)
 
 
+@pytest.fixture(autouse=True)
+def _close_the_pools_a_test_opened():
+    """A test's databases are its own: close the pooled handles it opened (flows open them through
+    `shared_database`), or a session of hundreds of tests uses up the server's 100 connection slots."""
+    from forum_atlas.store import db
+
+    before = db.shared_keys()
+    yield
+    db.close_shared(keep=before)
+
+
 @pytest.fixture
 def database_url(pg_server_url: str) -> str:
     """A new database with the full schema, private to this test."""
