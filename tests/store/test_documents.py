@@ -142,10 +142,13 @@ def test_audit_log_is_append_only_and_tamper_evident(db):
     assert [(p["event_id"], p["problem"]) for p in problems] == [(2, "row_hash does not match the row content")]
 
 
-def test_offset_check_on_multibyte_text_across_its_255_character_blocks(db):
-    """sql/035 checks offsets block by block (linear in the document): chunks that cross block boundaries of
-    a multibyte text pass; a chunk shifted by one character, or reaching past the end, is refused."""
-    text = " ".join(f"Naïve café — ε{i} ∑ résumé. " for i in range(120))   # ~3,400 characters, multibyte
+@pytest.mark.parametrize("word", ["Naïve café — ε{i} ∑ résumé.", "Plain cafe - e{i} sum resume."],
+                         ids=["multibyte", "ascii"])
+def test_offset_check_across_its_255_character_blocks(db, word):
+    """Offsets are checked in linear time: a multibyte text block by block (sql/035), an ASCII one by byte
+    slices (sql/070). Chunks that cross block boundaries pass; a chunk shifted by one character, or reaching
+    past the end, is refused."""
+    text = " ".join(word.format(i=i) + " " for i in range(120))   # ~3,400 characters
     record = _record("mb", text)
     prepared = prepare([record], EMBEDDER, ChunkingOptions(max_chars=300, overlap_chars=60))
     assert len(prepared.documents[0].chunks) > 10
