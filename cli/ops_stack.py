@@ -82,9 +82,10 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> S
         if not settings.database_url:
             stack.pids["database"] = _spawn([sys.executable, "-m", "forum_atlas.cli.ops_stack", "hold-database"],
                                             env, logs / "database.log")
+        # the UI asks the server where its API is: without PREFECT_UI_API_URL it answers port 4200, whatever --port
+        server_env = {**{k: v for k, v in env.items() if k != "PREFECT_API_URL"}, "PREFECT_UI_API_URL": stack.api_url}
         stack.pids["server"] = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                                       "--port", str(port)], {k: v for k, v in env.items() if k != "PREFECT_API_URL"},
-                                      logs / "server.log")
+                                       "--port", str(port)], server_env, logs / "server.log")
         _save(settings, stack)
         wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
                            f"the Prefect server (log: {logs / 'server.log'})")
@@ -261,7 +262,15 @@ def hold_database() -> None:
 
     settings = settings_from_env()
     Database.open(settings).close()   # starts the server and applies any pending migrations
-    signal.signal(signal.SIGTERM, lambda *_: (stop_embedded(settings.pgdata), sys.exit(0)))
+
+    def leave(*_: object) -> None:
+        # `down` repeats SIGTERM to this process group every 2 s: a second one must not cut the stop short, nor kill
+        # the pg_ctl it runs (a child inherits the ignored signal), or PostgreSQL outlives the stack
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_embedded(settings.pgdata)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, leave)
     print(f"holding the embedded PostgreSQL in {settings.pgdata}", flush=True)
     while True:
         signal.pause()

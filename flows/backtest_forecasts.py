@@ -13,6 +13,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel, Field
 
+from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.forecasting.backtest import BacktestSpec, horizon_periods, read_series_file, run_backtest
 from forum_atlas.tasks.forecasting import stored_backtest_source
@@ -24,7 +25,8 @@ class BacktestParameters(BaseModel):
     every: int = Field(default=1, ge=1, le=100_000, description="an origin every K-th published observation")
     start: date | None = Field(default=None, description="first origin date (inclusive)")
     end: date | None = Field(default=None, description="last origin date (inclusive)")
-    comparator: Literal[">", ">=", "<", "<="] = ">"
+    comparator: Literal[">", ">=", "<", "<="] = Field(default=">", description="the event: the value at the horizon "
+                                                                            "compared with the threshold")
     threshold: float | None = Field(default=None, description="fixed threshold; empty = against the origin's value")
     rule: Literal["v3", "v2", "v1"] = Field(default="v3", description="v3 = the lane's rule; v2 and v1 = the rules "
                                                                       "it replaced (issue 11)")
@@ -35,7 +37,13 @@ class BacktestParameters(BaseModel):
 
 
 @flow(name="backtest-forecasts", log_prints=True)
-def backtest_forecasts(params: BacktestParameters, database_block: str | None = None) -> dict:
+def backtest_forecasts(params: BacktestParameters, database_block: AtlasDatabase | None = None) -> dict:
+    """Rolling-origin backtest of the lane's rule (the run form shows these descriptions).
+
+    Args:
+        params: the series, horizon, origins and rule to evaluate
+        database_block: the Forum Atlas Database block holding stored vintages; empty = the worker's ATLAS_* environment
+    """
     path = Path(params.source)
     if path.is_file():
         series = read_series_file(path, params.column)

@@ -1,16 +1,21 @@
 """Ingest flow: sources → documents → chunks → embeddings → PostgreSQL (ING-1…6).
 
-Per batch: load → validate → (skip stored content) → chunk → embed → write; after the batches, the
-HNSW index is built and the BM25 posting blocks the batches added are merged. Batches stream, so
-memory does not grow with the corpus; each write is one transaction, submitted so that the database
-writes batch n while Python prepares batch n+1. A failing batch writes nothing and stops the run;
-a re-run skips what earlier runs stored. Before the first batch, the ids of the whole input are
-checked for repeats, so the outcome never depends on `batch_size`.
+Per batch: load → validate → (skip stored content) → prepare (chunk → embed) → write; after the
+batches, the HNSW index is built and the BM25 posting blocks the batches added are merged. Batches
+stream, so memory does not grow with the corpus. The prepare step is submitted to the flow's task
+runner — threads by default, or a Dask cluster (`forum_atlas.blocks.task_runners`) whose workers prepare
+several batches at once — while one writer thread of this process, the only one holding database
+connections, writes them in input order, one transaction each, the database writing batch n while
+batch n+1 is prepared. A failing batch writes nothing and stops the run (the batches read before it
+are written first, so the database ends as a single-process run leaves it); a re-run skips what earlier
+runs stored. Before the first batch, the ids of the whole input are checked for repeats, so the outcome
+never depends on `batch_size`.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -22,11 +27,14 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
+from prefect.context import FlowRunContext
+from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.blocks.task_runners import describe, in_process, parallel_slots, task_runner_from_env
 from forum_atlas.chunking import ChunkingOptions
-from forum_atlas.config import EMBEDDER_NAMES
+from forum_atlas.config import EMBEDDER_NAMES, Settings
 from forum_atlas.embeddings.base import embed_report
 from forum_atlas.ingestion import BatchInFlight, CommitLog
 from forum_atlas.records import InputError, SourceInfo, detect_format, iter_raw
@@ -35,11 +43,10 @@ from forum_atlas.tasks.ingest import (
     begin_load,
     build_index,
     check_unique_ids,
-    chunk_batch,
     compact_postings,
-    embed_batch,
     embedder_stats,
     load_batch,
+    prepare_batch,
     record_run_finished,
     skip_stored,
     validate_batch,
@@ -63,7 +70,8 @@ class SourceParams(BaseModel):
     sector: str | None = None   # None: a new source gets "general", a known one keeps its own
 
 
-@flow(name="ingest", log_prints=True)
+# A deployment picks Dask through the flow-run process's environment; the CLI and tests use `with_options`.
+@flow(name="ingest", log_prints=True, task_runner=task_runner_from_env())
 def ingest(
     path: str,
     format: Literal["auto", "jsonl", "folder", "beir"] = "auto",
@@ -114,28 +122,27 @@ def ingest(
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
     bar = _ProgressBar(total_bytes) if progress_bar else None
 
-    log, rows_seen, pending, number, raw = CommitLog(input_path.name), 0, None, 0, None
+    runner = FlowRunContext.get().task_runner
+    log, rows_seen = CommitLog(input_path.name), 0
+    writes = _OrderedWrites(settings, run_id, log, ahead=parallel_slots(runner))
     try:
         for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size), start=1):
+            writes.reading(number, raw)
             batch = validate_batch(load_batch(BatchInFlight(number, raw), source_info), settings.max_record_bytes, run_started)
-            batch = embed_batch(settings, chunk_batch(skip_stored(settings, batch), options))
+            batch = skip_stored(settings, batch)
             rows_seen += len(batch.rows)
-            if pending is not None:
-                log.committed(pending[0], pending[1].result())
-            pending = (raw, write_batch.submit(settings, batch, run_id))
+            writes.add(number, raw, prepare_batch.submit(settings, batch, options))
             update_progress_artifact(progress_id, progress=100.0 * raw.bytes_read / max(total_bytes, 1))
             if bar:
                 bar.advance(raw.bytes_read)
-        if pending is not None:
-            log.committed(pending[0], pending[1].result())
-            pending = None
+        writes.finish()
     except Exception as exc:
-        _report_failure(exc, log, pending, number, raw)
-        pending = None
-        raise
+        failure = _report_failure(exc, writes)
+        if failure is exc:
+            raise
+        raise failure from None   # an earlier batch failed: as in a single-process run, its failure is the run's
     finally:
-        if pending is not None:
-            pending[1].wait()
+        writes.close()
         if bar:
             bar.close()
         # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
@@ -152,8 +159,10 @@ def ingest(
         "index_mode": "rebuild" if model["bulk"] else "incremental", "index_seconds": round(index_seconds, 2),
         "bm25_blocks_merged": compaction.blocks_merged, "bm25_compaction_seconds": round(compaction.seconds, 2),
         "seconds": round(elapsed, 2), "chunks_per_second": round(log.totals.chunks_added / elapsed, 1) if elapsed else 0.0,
+        "task_runner": describe(runner),
     }
-    summary.update(embed_report(embed_stats_start, embedder_stats(settings), elapsed))
+    if in_process(runner):   # on Dask the embedder ran in the workers, whose timings stay there
+        summary.update(embed_report(embed_stats_start, embedder_stats(settings), elapsed))
     record_run_finished(settings, summary, run_id)
     create_table_artifact(key="ingest-summary", table=[{"measure": k, "value": str(v)} for k, v in summary.items()],
                           description="what this ingest run stored")
@@ -165,19 +174,72 @@ def ingest(
     return summary
 
 
-def _report_failure(exc: Exception, log: CommitLog, pending: tuple | None, number: int, raw: object) -> None:
-    """Attach to the error (as a note) and publish (as an artifact) what the run committed before it.
-    `pending` is the write still in flight when batch `number` failed: it decides what is committed."""
-    failed, failed_raw = number, raw
-    if pending is not None:
+class _OrderedWrites:
+    """Prepared batches written in input order by one writer thread, one transaction each, while up to
+    `ahead` more batches are prepared on the flow's task runner. Keeps the `CommitLog` and which batch
+    the run is at, so that a failure names the batch it belongs to."""
+
+    def __init__(self, settings: Settings, run_id: str | None, log: CommitLog, ahead: int):
+        self.settings, self.run_id, self.log, self.ahead = settings, run_id, log, ahead
+        self.at: tuple[int, object] = (1, None)   # (number, raw batch) of the batch the run is working on
+        self._prepared: deque = deque()         # (number, raw, future of the prepared batch), input order
+        self._writing: tuple | None = None      # (number, raw, future of its write)
+        self._writer = ThreadPoolTaskRunner(max_workers=1).__enter__()
+
+    def reading(self, number: int, raw: object) -> None:
+        self.at = (number, raw)
+
+    def add(self, number: int, raw: object, prepared) -> None:
+        self._prepared.append((number, raw, prepared))
+        while len(self._prepared) > self.ahead:
+            self._write_oldest()
+        self.at = (number + 1, None)   # reading the next batch may fail before it has a raw batch
+
+    def finish(self) -> None:
+        """Write every batch still being prepared, then wait for the last write."""
+        while self._prepared:
+            self._write_oldest()
+        self._settle()
+
+    def _write_oldest(self) -> None:
+        number, raw, prepared = self._prepared.popleft()
         try:
-            log.committed(pending[0], pending[1].result())
-        except Exception:   # noqa: BLE001 — that write is what failed
-            failed, failed_raw = (number if pending[0] is raw else number - 1), pending[0]
-    note = log.failure_note(failed, failed_raw)
+            self._settle()   # one write in flight: batch n commits before batch n+1 starts
+            self.at = (number, raw)
+            batch = prepared.result()
+        except BaseException:
+            self._prepared.clear()   # a batch failed: none after it may be written
+            raise
+        self._writing = (number, raw, self._writer.submit(
+            write_batch, {"settings": self.settings, "batch": batch, "run_id": self.run_id}))
+
+    def _settle(self) -> None:
+        if self._writing is not None:
+            number, raw, write = self._writing
+            self._writing, self.at = None, (number, raw)
+            self.log.committed(raw, write.result())
+
+    def close(self) -> None:
+        """Wait for a write still in flight (stopping the writer would cancel it), then stop the writer."""
+        if self._writing is not None:
+            self._writing[2].wait()
+        self._writer.__exit__(None, None, None)
+
+
+def _report_failure(exc: Exception, writes: _OrderedWrites) -> Exception:
+    """Write the batches read before the failing one (as a single-process run would have, before reading
+    on), then attach to the failure (as a note) and publish (as an artifact) what the run committed.
+    Returns the run's failure: `exc`, or an earlier batch's if one of those fails first."""
+    failed_at = writes.at
+    try:
+        writes.finish()
+    except Exception as earlier:   # noqa: BLE001 — that batch comes first in input order
+        exc, failed_at = earlier, writes.at
+    note = writes.log.failure_note(*failed_at)
     exc.add_note(note)
     create_markdown_artifact(key="ingest-failure", markdown=f"**{type(exc).__name__}**: {exc}\n\n{note}",
                              description="what the failed ingest run committed")
+    return exc
 
 
 class _ProgressBar:

@@ -1,5 +1,5 @@
-"""Ingestion tasks: load → validate → chunk → embed → write, plus the indexes after a load (HNSW
-build, BM25 posting compaction).
+"""Ingestion tasks: load → validate → skip stored → prepare (chunk → embed) → write, plus the indexes
+after a load (HNSW build, BM25 posting compaction).
 
 Each batch task takes and returns the same `BatchInFlight`, filling in its next stage.
 """
@@ -83,15 +83,12 @@ def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
     return batch
 
 
-@batch_task("chunk-batch")
-def chunk_batch(batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
-    batch.prepared = ingestion.plan_chunks(batch.new_records, options, batch.stored_chunks)
-    return batch
-
-
-@batch_task("embed-batch")
-def embed_batch(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
-    batch.prepared = ingestion.embed_chunks(batch.prepared, embedder_for(settings))
+@batch_task("prepare-batch")
+def prepare_batch(settings: Settings, batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
+    """Chunk the new records, then embed them and the stored chunks new to this embedder: the batch's CPU
+    work, pure, one task so that a Dask worker takes a batch whole (no hop between the two steps)."""
+    batch.prepared = ingestion.embed_chunks(ingestion.plan_chunks(batch.new_records, options, batch.stored_chunks),
+                                            embedder_for(settings))
     return batch
 
 

@@ -116,7 +116,8 @@ BLOCK_PICKERS = {"forecast": {"database_block": "forum-atlas-database", "provide
                  "bind-forecasts": {"database_block": "forum-atlas-database",
                                     "providers_block": "forum-atlas-providers"},
                  "score-accuracy": {"database_block": "forum-atlas-database"},
-                 "backfill-scores": {"database_block": "forum-atlas-database"}}
+                 "backfill-scores": {"database_block": "forum-atlas-database"},
+                 "backtest-forecasts": {"database_block": "forum-atlas-database"}}
 
 
 def test_forecast_deployments_pick_blocks_and_describe_and_bound_their_parameters(deployed):

@@ -27,6 +27,12 @@ def register(groups: argparse._SubParsersAction) -> None:
     src.add_argument("--licence")
     src.add_argument("--source-url")
     src.add_argument("--sector", help="default: a known source keeps its own, a new one gets general")
+    dask = p.add_argument_group("Dask (pip install 'forum-atlas[dask]'): chunk and embed batches in worker processes")
+    where = dask.add_mutually_exclusive_group()
+    where.add_argument("--dask-workers", type=int, metavar="N",
+                       help="a Dask LocalCluster of N processes (1 thread each) for this run (env ATLAS_DASK_WORKERS)")
+    where.add_argument("--dask-address", metavar="tcp://HOST:PORT",
+                       help="the scheduler of a running Dask cluster (env ATLAS_DASK_ADDRESS)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_ingest)
 
@@ -40,11 +46,12 @@ def source_params(args: argparse.Namespace):
                         licence=args.licence, url=args.source_url, sector=args.sector)
 
 
-def run_ingest(path: str, **options) -> dict:
+def run_ingest(path: str, task_runner=None, **options) -> dict:
+    """`task_runner`: None keeps the flow's own (threads, or what ATLAS_DASK_* ask for)."""
     from forum_atlas.flows.ingest import ingest
 
     with flow_session():
-        return ingest(path, **options)
+        return (ingest.with_options(task_runner=task_runner) if task_runner else ingest)(path, **options)
 
 
 def print_summary(summary: dict) -> None:
@@ -52,8 +59,13 @@ def print_summary(summary: dict) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    runner = None
+    if args.dask_workers is not None or args.dask_address:
+        from forum_atlas.blocks.task_runners import task_runner
+
+        runner = task_runner(args.dask_workers, args.dask_address)
     summary = run_ingest(
-        args.path, format=args.format, source=source_params(args), batch_size=args.batch_size,
+        args.path, runner, format=args.format, source=source_params(args), batch_size=args.batch_size,
         chunk_chars=args.chunk_chars, overlap_chars=args.overlap_chars, embedder=args.embedder,
         index_mode=args.index_mode, progress_bar=not args.no_progress and sys.stderr.isatty(),
     )

@@ -1,20 +1,28 @@
-"""Issue 13, first "Done when": the operator's stack for real — a Prefect server on loopback, the
-deployments from prefect.yaml (what deployments/deploy.sh runs: `atlas ops deploy`), a process worker —
-and then:
+"""Issue 13, "Done when": the operator's stack for real — `atlas ops up` (a Prefect server on loopback with its
+UI, the deployments from prefect.yaml as deployments/deploy.sh makes them, a process worker, the embedded
+PostgreSQL held open) — started once for this module, whose tests run in file order against it:
 
-- two lane runs started at once both end Completed, and every question is bound once;
-- the nightly deployment, run with its shipped parameters against a local stand-in for FRED's CSV
-  export, loads a new vintage, scores on it and publishes table, markdown and image artifacts;
-- a redeploy leaves a resumed lane resumed;
-- a failing nightly run raises the alert the deployments declare (a webhook notification).
+- `ops up` prints the UI and API, a second `ops up` changes nothing, every deployment is on the server;
+- a real browser (Debian's chromium through Playwright) sees the deployments, the lane paused and the nightly
+  schedule active, fills score-accuracy's run form and watches that run complete (screenshots under its
+  tmp_path) — before the next test resumes the lane;
+- two lane runs started at once both end Completed, and every question is bound once; the nightly
+  deployment, run with its shipped parameters against a local stand-in for FRED's CSV export, loads a new
+  vintage, scores on it and publishes table, markdown and image artifacts; a redeploy leaves a resumed
+  lane resumed; a failing nightly run raises the alert the deployments declare (a webhook notification);
+- `ops down` stops every process of the stack, and `ops status` then says nothing runs.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import redirect_stdout
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import httpx
@@ -23,19 +31,21 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from forum_atlas.cli import ops_stack
 from forum_atlas.cli.main import main
-from forum_atlas.config import settings_from_env
+from forum_atlas.config import Settings, settings_from_env
 from forum_atlas.forecasting.lane import load_questions
 from forum_atlas.resources import data_file
 from forum_atlas.store import forecasts as repo
+from forum_atlas.store.pgserver import stop_embedded
 from forum_atlas.tasks.forecasting import issue_bound_forecast
 from tests.e2e.fred_standin import FredCsvStandIn
+from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 RUN_TIMEOUT_S = 240
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fred(shared_data):
     series = shared_data / "series"
     with FredCsvStandIn({"UNRATE": series / "UNRATE__fred_vintage_2026-03.csv",
@@ -44,7 +54,7 @@ def fred(shared_data):
         yield standin
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def alerts():
     """Where the nightly-failure notification is sent (a Slack-style incoming webhook)."""
     with WireServer() as receiver:
@@ -52,38 +62,135 @@ def alerts():
         yield receiver
 
 
-@pytest.fixture
-def stack(monkeypatch, tmp_path, database_url, fred, alerts):
-    """`atlas ops up` on a fresh Prefect home, its flow runs writing to this test's database and fetching from
-    the stand-in; torn down (every process of it) whatever the test did."""
-    for name in [k for k in os.environ if k.startswith("PREFECT_API")]:
-        monkeypatch.delenv(name)
+@dataclass
+class OperatorStack:
+    settings: Settings
+    stack: ops_stack.Stack
+    up_printed: str
+
+
+@pytest.fixture(scope="module")
+def operator(tmp_path_factory, fred, alerts):
+    """`atlas ops up` on embedded defaults (a data directory and Prefect home of its own), its flow runs fetching
+    from the stand-in; the stack is stopped (every process of it) however the module's tests ended."""
+    home = tmp_path_factory.mktemp("operator-stack")
     environment = {
-        "ATLAS_DATA_DIR": str(tmp_path / "atlas"), "ATLAS_DATABASE_URL": database_url, "ATLAS_LLM": "offline",
+        "ATLAS_DATA_DIR": str(home / "atlas"), "ATLAS_LLM": "offline", "ATLAS_BM25_KERNEL": "off",  # no C build
         "ATLAS_FRED_CSV_BASE": fred.url, "ATLAS_ALERT_WEBHOOK_URL": f"{alerts.url}/alert",
-        "PREFECT_HOME": str(tmp_path / "prefect"),
-        "PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+        "PREFECT_HOME": str(home / "prefect"), "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
         # a run that waits for the lane's slot (ENQUEUE) retries after 1 s instead of 30; the worker polls each second
         "PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS": "1", "PREFECT_WORKER_QUERY_SECONDS": "1",
     }
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("FRED_API_KEY", raising=False)
-    settings = settings_from_env()
-    try:
-        started = ops_stack.up(settings)
-        # for `atlas lane …` in this process: the variable for its check, the settings for Prefect's client
-        # (which read the environment once, at import)
-        monkeypatch.setenv("PREFECT_API_URL", started.api_url)
-        with temporary_settings(updates={PREFECT_API_URL: started.api_url}):
-            yield started
-    finally:
-        pids = (ops_stack.read_stack(settings) or ops_stack.Stack("", "", "")).pids
-        ops_stack.down(settings)
-        assert not [role for role, pid in pids.items() if ops_stack.alive(pid)], "a process of the stack outlived it"
+    with pytest.MonkeyPatch.context() as env:
+        for name in [k for k in os.environ if k.startswith(("PREFECT_API", "PREFECT_UI"))]:
+            env.delenv(name)
+        for name in ("ATLAS_DATABASE_URL", "FRED_API_KEY"):
+            env.delenv(name, raising=False)
+        for name, value in environment.items():
+            env.setenv(name, value)
+        settings = settings_from_env()
+        try:
+            printed = io.StringIO()
+            with redirect_stdout(printed):
+                exit_code = main(["ops", "up"])
+            assert exit_code == 0, printed.getvalue()
+            stack = ops_stack.read_stack(settings)
+            # for `atlas lane …` in this process: the variable for its check, the settings for Prefect's client
+            # (which read the environment once, at import)
+            env.setenv("PREFECT_API_URL", stack.api_url)
+            with temporary_settings(updates={PREFECT_API_URL: stack.api_url}):
+                yield OperatorStack(settings, stack, printed.getvalue())
+        finally:
+            stop_embedded(settings.pgdata)   # as test_ops_down… does first
+            ops_stack.down(settings)   # after test_ops_down…, nothing is left to stop
 
 
-def _api(stack, method: str, path: str, **body) -> httpx.Response:
+@pytest.fixture
+def settings(operator):
+    """The stack's settings: `db` opens the embedded database its worker's flow runs write to."""
+    return operator.settings
+
+
+@pytest.fixture
+def stack(operator):
+    return operator.stack
+
+
+def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
+    stack = operator.stack
+    assert set(stack.pids) == {"database", "server", "worker"} and all(map(ops_stack.alive, stack.pids.values()))
+    assert f"Prefect UI  {stack.ui_url}" in operator.up_printed and stack.api_url.startswith("http://127.0.0.1:")
+    assert main(["ops", "up"]) == 0, "up again is a no-op"
+    assert ops_stack.read_stack(operator.settings).pids == stack.pids
+    assert f"Prefect UI  {stack.ui_url}" in capsys.readouterr().out
+
+    deployments = _api(stack, "POST", "/deployments/filter").json()
+    assert {"bind-forecasts", "score-accuracy", "ingest", "deliberate"} <= {d["name"] for d in deployments}
+
+
+def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
+    """Deployments, the nightly's active schedule, its run form filled in, the lane's paused schedule (while the
+    run runs) and the run watched to Completed, as an operator does it; each step a screenshot under
+    tmp_path/browser."""
+    chromium = chromium_or_skip()
+    shots = Screenshots(tmp_path / "browser")
+    report_dir = tmp_path / "typed-in-the-form"
+    deployments = f"{stack.ui_url}/deployments"
+    with ui_page(chromium, shots) as page:
+        page.goto(deployments)
+        for name in ("bind-forecasts", "score-accuracy", "backfill-scores", "ingest"):
+            deployment_link(page, name).wait_for()
+        page.get_by_text("At 06:00 AM every day").wait_for()
+        page.get_by_text("At 02:30 AM every day").wait_for()
+        shots.take(page, "deployments")
+
+        deployment_link(page, "score-accuracy").click()
+        nightly = schedule_switch(page, "At 02:30 AM every day")
+        nightly.wait_for()
+        assert nightly.get_attribute("aria-checked") == "true", "the nightly schedule is active"
+        shots.take(page, "nightly-schedule")
+
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_text("Custom run", exact=True).click()
+        report = form_property(page, "Report Dir")
+        report.get_by_role("button", name="str", exact=True).click()   # the field is str | None: pick str
+        report.locator("textarea").fill(str(report_dir))
+        form_property(page, "Fixed Base Rate").locator("input").fill("0.25")
+        shots.take(page, "run-form")
+        page.get_by_role("button", name="Submit", exact=True).click()
+
+        # the UI toasts the new run (the toast is in the page twice: the copy on top is the last); "View run" opens it
+        view_run = page.get_by_role("button", name="View run").last
+        view_run.wait_for()
+        shots.take(page, "run-scheduled")
+        view_run.click()
+        page.wait_for_url(re.compile(r"/runs/flow-run/[0-9a-f-]{36}$"))
+        run_page, run_id = page.url, page.url.rsplit("/", 1)[1]
+
+        # while the worker runs it
+        page.goto(deployments)
+        deployment_link(page, "bind-forecasts").click()
+        lane = schedule_switch(page, "At 06:00 AM every day")
+        lane.wait_for()
+        assert lane.get_attribute("aria-checked") == "false", "the lane ships paused"
+        shots.take(page, "lane-paused")
+
+        # the run page re-reads a run's state only every few seconds (~8 s behind here): open it once the run ended
+        _wait(stack, [run_id])
+        page.goto(run_page)
+        page.locator(".state-badge", has_text="Completed").first.wait_for()
+        shots.take(page, "run-completed")
+
+    run = _api(stack, "GET", f"/flow_runs/{run_id}").json()
+    nightly_id = _api(stack, "GET", "/deployments/name/score-accuracy/score-accuracy").json()["id"]
+    assert run["deployment_id"] == nightly_id and run["state_type"] == "COMPLETED"
+    assert run["parameters"]["params"]["report_dir"] == str(report_dir)
+    assert run["parameters"]["params"]["fixed_base_rate"] == 0.25
+    assert (report_dir / "accuracy.md").exists(), "the worker's run wrote where the form said"
+    assert all(shot.stat().st_size > 10_000 for shot in shots.taken), "a blank page makes a tiny PNG"
+
+
+def _api(stack: ops_stack.Stack, method: str, path: str, **body) -> httpx.Response:
     # the server answers 503 while its SQLite database is busy; Prefect's own client retries those too
     for attempt in range(10):
         response = httpx.request(method, f"{stack.api_url}{path}", json=body or None, timeout=30)
@@ -181,3 +288,16 @@ def test_lane_twice_at_once_nightly_with_shipped_parameters_a_redeploy_and_the_a
         time.sleep(0.5)
     [alert] = alerts.requests_to("/alert")
     assert "the nightly score failed" in alert.body["text"] and runs[failing]["name"] in alert.body["text"]
+
+
+def test_ops_down_stops_every_process_and_status_says_so(operator, capsys):
+    pids, pgdata = operator.stack.pids, operator.settings.pgdata
+    # this process joined the embedded database (the `db` fixture): leave it, as a flow run does when it exits,
+    # so that the holder is its last user and stops it
+    stop_embedded(pgdata)
+    assert main(["ops", "down"]) == 0
+    assert "stopped: worker, server, database" in capsys.readouterr().out
+    assert not [role for role, pid in pids.items() if ops_stack.alive(pid)], "a process of the stack outlived it"
+    assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL outlived the stack"
+    assert ops_stack.read_stack(operator.settings) is None
+    assert main(["ops", "status"]) == 1
