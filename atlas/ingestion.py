@@ -136,9 +136,11 @@ def embed_chunks(batch: PreparedBatch, embedder: Embedder) -> PreparedBatch:
     return batch
 
 
-def prepare(records: Sequence[Record], embedder: Embedder, options: ChunkingOptions = ChunkingOptions()) -> PreparedBatch:
-    """Chunk and embed in one call (tests and benchmarks; the flow runs the two steps as tasks)."""
-    return embed_chunks(plan_chunks(records, options), embedder)
+def prepare(records: Sequence[Record], embedder: Embedder, options: ChunkingOptions = ChunkingOptions(),
+            stored_chunks: Sequence[StoredChunk] = ()) -> PreparedBatch:
+    """Chunk the new records, then embed them and `stored_chunks` (stored, unknown to the embedder): a
+    batch's CPU work in one call (the flow's prepare-batch task, tests, benchmarks)."""
+    return embed_chunks(plan_chunks(records, options, stored_chunks), embedder)
 
 
 class BatchInFlight:

@@ -87,8 +87,7 @@ def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
 def prepare_batch(settings: Settings, batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
     """Chunk the new records, then embed them and the stored chunks new to this embedder: the batch's CPU
     work, pure, one task so that a Dask worker takes a batch whole (no hop between the two steps)."""
-    batch.prepared = ingestion.embed_chunks(ingestion.plan_chunks(batch.new_records, options, batch.stored_chunks),
-                                            embedder_for(settings))
+    batch.prepared = ingestion.prepare(batch.new_records, embedder_for(settings), options, batch.stored_chunks)
     return batch
 
 
