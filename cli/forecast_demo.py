@@ -40,16 +40,14 @@ DEMO_QUESTIONS = [
 ]
 
 
-def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None,
-                      database_block: str | None = None) -> AccuracyReport:
+def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None) -> AccuracyReport:
     """`series_dir` holds the four DEMO_FILES; default: the copies bundled with the package."""
     files = [series_dir / name if series_dir else data_file("series", name) for name in DEMO_FILES]
-    settings = resolve_settings(database_block)
+    settings = resolve_settings()
     stored = load_series_files(shared_database(settings), files)
     print("series vintages: " + ", ".join(f"{s['series_id']} {s['label']} (#{s['vintage_id']}"
                                           f"{'' if s['created'] else ', already stored'})" for s in stored))
-    bind_forecasts(LaneParameters(questions=DEMO_QUESTIONS, as_of=ISSUED_AT), database_block=database_block)
-    score_accuracy(ScoringParameters(as_of=SCORED_AT, report_dir=str(report_dir) if report_dir else None),
-                   database_block=database_block)
+    bind_forecasts(LaneParameters(questions=DEMO_QUESTIONS, as_of=ISSUED_AT))
+    score_accuracy(ScoringParameters(as_of=SCORED_AT, report_dir=str(report_dir) if report_dir else None))
     with shared_database(settings).connection() as conn:
         return accuracy_report(conn)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_table_artifact
+from prefect.blocks.system import Secret
 from pydantic import BaseModel, Field
 
 from forum_atlas.blocks.database import AtlasDatabase
@@ -39,8 +40,8 @@ class LaneParameters(BaseModel):
         default=None, max_length=100,
         description="FRED ids to fetch as new vintages first; empty = the questions' series when as_of is empty "
                     "(a live run), none for a replay; [] = fetch nothing")
-    fred_key_secret: str | None = Field(default=None, min_length=1, description="name of a Prefect Secret block "
-                                        "holding a FRED API key; empty = $FRED_API_KEY, else the public CSV export")
+    fred_key_secret: Secret | None = Field(default=None, description="the Secret block holding a FRED API key; "
+                                           "empty = $FRED_API_KEY, else the public CSV export")
 
 
 @flow(name="bind-forecasts", flow_run_name=run_name_from("bind-forecasts", "as_of"), log_prints=True)

@@ -19,8 +19,11 @@ from typing import Any, Literal
 
 from prefect import Task, flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.blocks.system import Secret
 from pydantic import BaseModel, Field
 
+from forum_atlas.blocks.database import AtlasDatabase
+from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import needs_retry, retry_reasons, settle
@@ -46,8 +49,8 @@ class DeliberationParameters(BaseModel):
     personas: list[Specialist] | None = Field(default=None, description="the specialists; empty = the coordinator decides")
     top_k: int = Field(default=10, ge=1, le=20, description="final sources per persona's retrieval (RET-4)")
     engine: Literal["offline", "openai"] | None = Field(default=None, description="LLM engine; empty = settings (offline)")
-    llm_key_secret: str | None = Field(default=None, description="Prefect Secret block holding the LLM API key; "
-                                       "empty = OPENAI_API_KEY")
+    llm_key_secret: Secret | None = Field(default=None, description="the Secret block holding the LLM API key; "
+                                          "empty = the providers block's, else $OPENAI_API_KEY")
     gather: bool = Field(default=False, description="first gather evidence from the open sources for this question "
                          "(the gather-evidence flow, as a subflow; its run is recorded in the brief's snapshot)")
     gather_options: GatherOptions = Field(default_factory=GatherOptions,
@@ -83,7 +86,7 @@ def run_deliberation(params: DeliberationParameters, settings: Settings, step: S
                      run_id: Callable[[], str | None] = lambda: None,
                      gathered: Mapping[str, Any] | None = None) -> BriefView:
     """`gathered`: the gather-evidence run that preceded this brief, if one did."""
-    key = params.llm_key_secret  # a Secret block's name; tasks read the value themselves
+    key = params.llm_key_secret  # tasks read its value themselves, when they call the provider
     created_at = datetime.now(timezone.utc)
     panel = step(plan, params.question, params.personas)
     results = {p.role: step.retrieve(settings, p.focus_query, params.retrieval_options()) for p in panel.personas}
@@ -115,8 +118,16 @@ def run_deliberation(params: DeliberationParameters, settings: Settings, step: S
 
 
 @flow(name="deliberate", log_prints=True)
-def deliberate(params: DeliberationParameters, database_block: str | None = None,
-               providers_block: str | None = None) -> dict:
+def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | None = None,
+               providers_block: AtlasProviders | None = None) -> dict:
+    """A question in, an audited brief out (the run form shows these descriptions).
+
+    Args:
+        params: the question, its filters and panel, the engine, and whether to gather evidence first
+        database_block: the Forum Atlas Database block to use; empty = the worker's ATLAS_* environment
+        providers_block: the Forum Atlas Providers block (retrieval, LLM and verifier engines, API keys); empty =
+            the worker's environment
+    """
     settings = resolve_settings(database_block, providers_block).with_overrides(llm=params.engine)
     gathered = (gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
                                 database_block, providers_block) if params.gather else None)

@@ -21,6 +21,8 @@ from prefect import flow
 from prefect.artifacts import create_table_artifact
 from pydantic import BaseModel, Field
 
+from forum_atlas.blocks.database import AtlasDatabase
+from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.evidence.documents import write_documents
 from forum_atlas.evidence.registry import DEFAULT_SOURCES
@@ -54,8 +56,15 @@ class GatherParameters(GatherOptions):
 
 
 @flow(name="gather-evidence", log_prints=True)
-def gather_evidence(params: GatherParameters, database_block: str | None = None,
-                    providers_block: str | None = None) -> dict:
+def gather_evidence(params: GatherParameters, database_block: AtlasDatabase | None = None,
+                    providers_block: AtlasProviders | None = None) -> dict:
+    """Ask the open sources about a question, screen what they return, ingest what may support a claim.
+
+    Args:
+        params: the question, the sources to ask and how (filters, limits, timeouts, cache), and whether to ingest
+        database_block: the Forum Atlas Database block to use; empty = the worker's ATLAS_* environment
+        providers_block: the Forum Atlas Providers block (the ingest's embedder); empty = the worker's environment
+    """
     settings = resolve_settings(database_block, providers_block)
     started = time.perf_counter()
     plan, outbound = plan_for(params.question, params.sources, names=params.names, limit=params.limit,

@@ -31,6 +31,8 @@ from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
+from forum_atlas.blocks.database import AtlasDatabase
+from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.blocks.task_runners import describe, in_process, parallel_slots, task_runner_from_env
 from forum_atlas.chunking import ChunkingOptions
@@ -62,12 +64,13 @@ warm_up_in_background()
 class SourceParams(BaseModel):
     """The source of a folder of files (JSONL rows carry their own; BEIR defaults to SciFact's)."""
 
-    name: str
+    name: str = Field(min_length=1, description="the source's name (sources are matched by name)")
     importance: int = Field(ge=1, le=5, description="5 = canonical, 1 = supplemental")
-    quality_score: int = Field(ge=1, le=5)
-    licence: str
-    url: str | None = None
-    sector: str | None = None   # None: a new source gets "general", a known one keeps its own
+    quality_score: int = Field(ge=1, le=5, description="5 = highest editorial quality, 1 = lowest")
+    licence: str = Field(min_length=1, description="licence of the texts, e.g. CC-BY-4.0")
+    url: str | None = Field(default=None, description="the source's home page")
+    sector: str | None = Field(default=None, description="retrieval filter sector; empty = \"general\" for a new "
+                                                         "source, its own for a known one")
 
 
 # A deployment picks Dask through the flow-run process's environment; the CLI and tests use `with_options`.
@@ -81,8 +84,8 @@ def ingest(
     overlap_chars: Annotated[int, Field(ge=0, le=50_000)] = 200,
     embedder: Literal[EMBEDDER_NAMES] | None = None,
     index_mode: Literal["auto", "incremental", "rebuild"] = "auto",
-    database_block: str | None = None,
-    providers_block: str | None = None,
+    database_block: AtlasDatabase | None = None,
+    providers_block: AtlasProviders | None = None,
     progress_bar: bool = False,
     max_record_bytes: Annotated[int, Field(ge=1)] | None = None,
 ) -> dict:
@@ -97,8 +100,8 @@ def ingest(
         overlap_chars: whole sentences repeated between chunks, at most this long
         embedder: empty uses ATLAS_EMBEDDER or the providers block
         index_mode: auto rebuilds the HNSW index after a load that could double what is stored
-        database_block: name of a Forum Atlas Database block; empty uses the environment
-        providers_block: name of a Forum Atlas Providers block; empty uses the environment
+        database_block: the Forum Atlas Database block to use; empty = the worker's ATLAS_* environment
+        providers_block: the Forum Atlas Providers block (embedder, API keys); empty = the worker's environment
         progress_bar: a terminal progress bar (the CLI's)
         max_record_bytes: largest record in UTF-8 bytes of title + text (empty: ATLAS_MAX_RECORD_BYTES,
             else 5 MiB); a larger one fails validation with its file:line

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from prefect import flow
+from prefect.blocks.system import Secret
 from pydantic import BaseModel, Field
 
 from forum_atlas.blocks.database import AtlasDatabase
@@ -32,8 +33,8 @@ class ScoringParameters(BaseModel):
         description="FRED ids to fetch as new vintages first; empty = every series with due bindings when as_of "
                     "is empty (a live run), none for a replay; [] = fetch nothing. Unreachable FRED is recorded "
                     "as a typed outcome and the run scores on the stored vintages")
-    fred_key_secret: str | None = Field(default=None, min_length=1, description="name of a Prefect Secret block "
-                                        "holding a FRED API key; empty = $FRED_API_KEY, else the public CSV export")
+    fred_key_secret: Secret | None = Field(default=None, description="the Secret block holding a FRED API key; "
+                                           "empty = $FRED_API_KEY, else the public CSV export")
     fixed_base_rate: float = Field(default=0.5, ge=0, le=1, description="reference forecast for the second skill score")
     report_dir: str | None = Field(default=None, min_length=1,
                                    description="also write accuracy.md/json and reliability.png here (the artifacts "

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from prefect import task
+from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
 
-from forum_atlas.blocks.settings import load_secret
+from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import AuditedDraft, RoundEvidence, audit_reply, support_pairs, verbatim_pairs
 from forum_atlas.deliberation.brief import gather_evidence
@@ -40,19 +41,19 @@ from forum_atlas.tasks import flow_run_id
 deliberation_task = task(cache_policy=NO_CACHE, persist_result=False)
 
 
-def engine_for(settings: Settings, key_secret: str | None = None) -> DeliberationEngine:
-    """The configured engine; its API key from the named Prefect Secret block, else the providers block's
+def engine_for(settings: Settings, key_secret: Secret | None = None) -> DeliberationEngine:
+    """The configured engine; its API key from the Secret block the run picked, else the providers block's
     Secret field, else the SDK's environment variable (OPENAI_API_KEY)."""
     if settings.llm == "openai":
         return make_deliberation_engine("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret))
     return make_deliberation_engine(settings.llm)
 
 
-def _openai_key(settings: Settings, key_secret: str | None) -> str | None:
-    return load_secret(key_secret) or settings.api_keys.openai
+def _openai_key(settings: Settings, key_secret: Secret | None) -> str | None:
+    return secret_value(key_secret) or settings.api_keys.openai
 
 
-def verifier_for(settings: Settings, key_secret: str | None = None) -> SupportVerifier:
+def verifier_for(settings: Settings, key_secret: Secret | None = None) -> SupportVerifier:
     if settings.support_verifier == "openai":
         return make_support_verifier("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret))
     return make_support_verifier(settings.support_verifier)
@@ -86,7 +87,7 @@ def _failed_call(stage: str, engine: DeliberationEngine | SupportVerifier, reque
 
 
 @deliberation_task(name="draft", task_run_name="draft-{request.persona.role}-{request.attempt}")
-def draft(settings: Settings, request: DraftRequest, key_secret: str | None = None) -> DraftReply:
+def draft(settings: Settings, request: DraftRequest, key_secret: Secret | None = None) -> DraftReply:
     """One persona's claims. A provider that fails (timeout, rate limit, auth, outage) leaves the
     section with the typed outcome as its reason, never with invented text."""
     engine = engine_for(settings, key_secret)
@@ -104,7 +105,7 @@ def draft(settings: Settings, request: DraftRequest, key_secret: str | None = No
 
 
 @deliberation_task(name="synthesis")
-def synthesize(settings: Settings, request: SynthesisRequest, key_secret: str | None = None) -> DraftReply:
+def synthesize(settings: Settings, request: SynthesisRequest, key_secret: Secret | None = None) -> DraftReply:
     engine = engine_for(settings, key_secret)
     started = time.perf_counter()
     if not request.findings:
@@ -129,7 +130,7 @@ class AuditedRound:
 
 @deliberation_task(name="audit")
 def audit(settings: Settings, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,
-          key_secret: str | None = None) -> AuditedRound:
+          key_secret: Secret | None = None) -> AuditedRound:
     """Check every [SOURCED] tag: retrieved in this round, quote verbatim (the database's
     `forum.citation_verbatim_matches`, one query for the round), supported (the verifier)."""
     pairs = verbatim_pairs(replies.values(), evidence)
@@ -143,7 +144,7 @@ def audit(settings: Settings, replies: Mapping[str, DraftReply], evidence: Round
 
 
 def _judge(settings: Settings, items: Sequence[tuple[str, int, str]], evidence: RoundEvidence,
-           key_secret: str | None) -> SupportJudgement:
+           key_secret: Secret | None) -> SupportJudgement:
     if not items:
         return SupportJudgement(verdicts=[])
     verifier = verifier_for(settings, key_secret)

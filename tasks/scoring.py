@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from prefect import get_run_logger, task
+from prefect.blocks.system import Secret
 from prefect.tasks import exponential_backoff
 
-from forum_atlas.blocks.settings import load_secret
+from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.providers import OutcomeKind, ProviderError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
 from forum_atlas.scoring.reliability import reliability_png
@@ -34,9 +35,9 @@ def retry_transient_provider_errors(task, task_run, state) -> bool:
     return isinstance(state.data, _TRANSIENT)
 
 
-def fred_api_key(secret_block: str | None) -> str | None:
-    """The FRED API key from a Prefect Secret block, else $FRED_API_KEY; never a flow parameter."""
-    return load_secret(secret_block) or os.environ.get("FRED_API_KEY") or None
+def fred_api_key(secret: Secret | None) -> str | None:
+    """The FRED API key from the Secret block the run picked, else $FRED_API_KEY."""
+    return secret_value(secret) or os.environ.get("FRED_API_KEY") or None
 
 
 def run_name_from(prefix: str, *fields: str, width: int = 60) -> Callable[[], str]:
@@ -68,7 +69,7 @@ class FetchOutcome:
 @task(name="fetch-series", task_run_name="fetch-{series_id}", retries=2,
       retry_delay_seconds=exponential_backoff(backoff_factor=1), retry_jitter_factor=0.5,
       retry_condition_fn=retry_transient_provider_errors, timeout_seconds=FETCH_TIMEOUT_S + 30)
-def fetch_series_vintage(settings: Settings, series_id: str, key_secret: str | None) -> FetchOutcome:
+def fetch_series_vintage(settings: Settings, series_id: str, key_secret: Secret | None) -> FetchOutcome:
     """Fetch one series from FRED now (the API with a key, else the CSV export) and store it as a vintage
     (identical content is not stored twice). A fetch that covers less than the newest stored vintage (a
     truncated download, a publisher's outage) is kept as a partial vintage, never used for resolution."""
@@ -89,7 +90,7 @@ def fetch_series_vintage(settings: Settings, series_id: str, key_secret: str | N
     return FetchOutcome(series_id, "ok", vintage_id, vintage.label, partial)
 
 
-def fetch_series(settings: Settings, series_ids: list[str], key_secret: str | None) -> list[dict[str, Any]]:
+def fetch_series(settings: Settings, series_ids: list[str], key_secret: Secret | None) -> list[dict[str, Any]]:
     """Fetch every series, one task run each; a provider that stays unreachable after the retries is a typed
     outcome (unavailable, timeout, …) and the run goes on with the vintages it has. One after the other, in
     the flow's own thread: there the task's timeout can interrupt a hung call (in a pool thread it cannot)."""

@@ -112,28 +112,39 @@ def test_the_documented_resume_works_and_a_redeploy_keeps_the_lane_resumed(deplo
     assert main(["lane", "pause"]) == 0 and capsys.readouterr().out.strip().endswith(": paused")
 
 
-BLOCK_PICKERS = {"forecast": {"database_block": "forum-atlas-database", "providers_block": "forum-atlas-providers"},
-                 "bind-forecasts": {"database_block": "forum-atlas-database",
-                                    "providers_block": "forum-atlas-providers"},
-                 "score-accuracy": {"database_block": "forum-atlas-database"},
-                 "backfill-scores": {"database_block": "forum-atlas-database"},
-                 "backtest-forecasts": {"database_block": "forum-atlas-database"}}
+# A parameter (or parameter-model field) by this name is chosen from a picker of this block type.
+PICKERS = {"database_block": "forum-atlas-database", "providers_block": "forum-atlas-providers",
+           "fred_key_secret": "secret", "llm_key_secret": "secret"}
 
 
-def test_forecast_deployments_pick_blocks_and_describe_and_bound_their_parameters(deployed):
-    """Issue 13 (4): a block is chosen from a picker (the schema names its block type), never typed by name;
-    every parameter, and every field of a parameter model, has a description; probabilities are bounded."""
-    for name, pickers in BLOCK_PICKERS.items():
-        schema = next(d for key, d in deployed.items() if key.endswith(f"/{name}")).parameter_openapi_schema
-        definitions = schema["definitions"]
-        for parameter, block_type in pickers.items():
-            ref = schema["properties"][parameter]["anyOf"][0]["$ref"].rsplit("/", 1)[1]
-            assert definitions[ref]["block_type_slug"] == block_type, (name, parameter)
-        assert [p for p, field in schema["properties"].items() if not field.get("description")] == [], name
-        models = [d for d in definitions.values() if "block_type_slug" not in d and "properties" in d]
-        undescribed = [f"{model['title']}.{field}" for model in models for field, spec in model["properties"].items()
-                       if not spec.get("description") and model["title"] != "LaneQuestion"]
-        assert undescribed == [], name
+def _picked_block_type(field: dict, definitions: dict) -> str | None:
+    """The block type a parameter's picker offers (None: no picker). An optional block is anyOf [block, null]."""
+    refs = [option["$ref"].rsplit("/", 1)[1] for option in field.get("anyOf", [field]) if "$ref" in option]
+    return next((definitions[ref].get("block_type_slug") for ref in refs), None)
+
+
+def test_every_deployment_picks_blocks_and_describes_its_parameters(deployed):
+    """Issue 13 (4): on every deployment's run form, a block (database, providers, a Secret holding a key) is chosen
+    from a picker — the schema names its block type — never typed by name; every parameter, and every field of a
+    parameter model, has a description."""
+    assert {key.split("/")[1] for key in deployed} == {d["name"] for d in _deployments_in_yaml()}
+    pickers_seen = set()
+    for name, deployment in deployed.items():
+        schema = deployment.parameter_openapi_schema
+        definitions = schema.get("definitions", {})
+        models = {"parameters": schema["properties"], **{title: d["properties"] for title, d in definitions.items()
+                                                         if "block_type_slug" not in d and "properties" in d}}
+        for model, fields in models.items():
+            for field_name, field in fields.items():
+                expected = PICKERS.get(field_name)
+                assert _picked_block_type(field, definitions) == expected, (name, model, field_name)
+                if expected:
+                    pickers_seen.add(field_name)
+                assert field.get("description"), (name, model, field_name)
+    assert pickers_seen == set(PICKERS), "each kind of picker is on some form"
+
+
+def test_probabilities_on_the_forecast_form_are_bounded(deployed):
     forecast = next(d for key, d in deployed.items() if key.endswith("/forecast")).parameter_openapi_schema
     for field in ("confidence_target", "base_rate"):
         spec = forecast["definitions"]["ForecastRequest"]["properties"][field]
@@ -168,3 +179,17 @@ def _automations():
 
     with get_client(sync_client=True) as client:
         return client.read_automations()
+
+
+def test_a_picked_secret_inside_a_parameter_model_reaches_the_run_as_a_block(prefect_env):
+    """What a run started from the form receives: the picker stores a reference to the block document, nested
+    in the parameter model; the flow resolves it to the block before validating the model."""
+    from prefect.blocks.system import Secret
+
+    from forum_atlas.flows.score_accuracy import score_accuracy
+
+    block_id = Secret(value="fred-key-from-the-form").save("picked-fred-key", overwrite=True)
+    params = score_accuracy.validate_parameters(
+        {"params": {"fred_key_secret": {"$ref": {"block_document_id": str(block_id)}}}})["params"]
+    assert params.fred_key_secret.get() == "fred-key-from-the-form"
+    assert "fred-key-from-the-form" not in params.model_dump_json()

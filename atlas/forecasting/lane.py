@@ -33,14 +33,15 @@ class LaneQuestion(BaseModel):
 
     key: str = Field(min_length=1, description="stable id; one bound forecast per key and target date")
     series_id: str = Field(description="a registered FRED id (`atlas series registry`), e.g. UNRATE, DGS10")
-    comparator: Literal[">", ">=", "<", "<="]
+    comparator: Literal[">", ">=", "<", "<="] = Field(description="the event: the observation compared with the "
+                                                                 "threshold or reference")
     threshold: float | None = Field(default=None, description="fixed threshold (or give reference)")
     reference: Literal["previous"] | date | None = Field(
         default=None, description="'previous' period or an observation date to compare against")
     target_date: date | None = Field(default=None, description="observation date; empty = next unpublished period")
     deadline: datetime | None = Field(default=None, description="resolve after this instant (UTC)")
     deadline_days: int = Field(default=45, ge=1, le=3650, description="used when deadline is empty")
-    confidence_target: float = Field(default=0.9, description="in (0, 1); >= 0.9 draws 10,000 samples")
+    confidence_target: float = Field(default=0.9, gt=0, lt=1, description=">= 0.9 draws 10,000 samples")
 
 
 def shift_months(day: date, months: int) -> date:

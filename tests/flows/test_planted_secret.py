@@ -1,8 +1,10 @@
-"""Issue 13 (3): provider keys come from the providers block's Secret fields — and a planted key reaches the
-provider, and nothing else: not Prefect's logs, artifacts, runs or stored block document, not the database
-(the evidence snapshots included), not an exception's text."""
+"""Issue 13 (3, 4): provider keys come from the providers block's Secret fields or from a Secret block picked in
+the run form — and a planted key reaches the provider, and nothing else: not Prefect's logs, artifacts, runs
+(their parameters included) or stored block documents, not the database (the evidence snapshots included), not
+an exception's text."""
 
 import asyncio
+import json
 import traceback
 from pathlib import Path
 
@@ -22,13 +24,13 @@ def _corpus(path: Path, start: int, rows: int) -> str:
     return str(path)
 
 
-async def _prefect_records() -> list[str]:
+async def _prefect_records(block_name: str, block_type: str) -> list[str]:
     from prefect import get_client
 
     async with get_client() as client:
         found = [*await client.read_logs(), *await client.read_artifacts(), *await client.read_flow_runs(),
                  *await client.read_task_runs()]
-        block = await client.read_block_document_by_name("planted", "forum-atlas-providers", include_secrets=False)
+        block = await client.read_block_document_by_name(block_name, block_type, include_secrets=False)
         return [item.model_dump_json() for item in [*found, block]]
 
 
@@ -48,6 +50,20 @@ def _database_rows(url: str) -> list[str]:
         return [row[0] for table in tables for row in conn.execute(f"SELECT t::text FROM forum.{table} t")]
 
 
+def _leaks(database_url: str, block_name: str, block_type: str,
+           failure: BaseException | None = None) -> dict[str, list[str]]:
+    """Every place searched, with the texts in it that hold the planted key."""
+    places = {
+        "prefect": asyncio.run(_prefect_records(block_name, block_type)),
+        "prefect files": _prefect_database_files(),
+        "database": _database_rows(database_url),
+    }
+    if failure is not None:
+        places["exception"] = [str(failure), repr(failure), "".join(traceback.format_exception(failure))]
+    assert all(places.values()), "each place searched holds something"
+    return {where: [text[:200] for text in texts if PLANTED in text] for where, texts in places.items()}
+
+
 def test_a_planted_provider_key_reaches_the_provider_and_nowhere_else(prefect_env, database_url, monkeypatch, tmp_path):
     from forum_atlas.blocks.providers import AtlasProviders
     from forum_atlas.flows.ingest import ingest
@@ -59,22 +75,58 @@ def test_a_planted_provider_key_reaches_the_provider_and_nowhere_else(prefect_en
     with WireServer() as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         srv.always(PATH, FakeEmbeddingAPI(1536))
-        summary = ingest(_corpus(tmp_path / "a.jsonl", 0, 5), providers_block="planted")
+        summary = ingest(_corpus(tmp_path / "a.jsonl", 0, 5), providers_block=AtlasProviders.load("planted"))
         srv.always(PATH, Reply(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
                                                "code": "invalid_api_key"}}))
         with pytest.raises(Exception) as caught:   # the provider refuses the key: the failure path too
-            ingest(_corpus(tmp_path / "b.jsonl", 5, 5), providers_block="planted")
+            ingest(_corpus(tmp_path / "b.jsonl", 5, 5), providers_block=AtlasProviders.load("planted"))
     assert summary["embedder"].startswith("openai/") and summary["embeddings_added"] > 0
     sent = srv.requests_to(PATH)
     assert sent and {r.headers["authorization"] for r in sent} == {f"Bearer {PLANTED}"}, "the key came from the block"
 
-    failure = caught.value
-    places = {
-        "exception": [str(failure), repr(failure), "".join(traceback.format_exception(failure))],
-        "prefect": asyncio.run(_prefect_records()),
-        "prefect files": _prefect_database_files(),
-        "database": _database_rows(database_url),
-    }
-    assert all(places.values()), "each place searched holds something"
-    leaks = {where: [text[:200] for text in texts if PLANTED in text] for where, texts in places.items()}
-    assert leaks == {where: [] for where in places}
+    assert _leaks(database_url, "planted", "forum-atlas-providers", caught.value) == {
+        "prefect": [], "prefect files": [], "database": [], "exception": []}
+
+
+CHAT = "/v1/chat/completions"
+
+
+def _nothing_relevant(received) -> Reply:
+    content = json.dumps({"claims": [], "insufficient_evidence": "the passages do not address it"})
+    return Reply(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                                                                                     "content": content}}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+
+def test_an_llm_key_picked_as_a_secret_block_reaches_the_model_and_nowhere_else(prefect_env, database_url,
+                                                                                 monkeypatch, tmp_path):
+    """The run form's `llm_key_secret` picker: the Secret block's value is the Authorization header of every
+    model call, and the run's recorded parameters show it masked."""
+    from prefect.blocks.system import Secret
+
+    from forum_atlas.flows.deliberate import DeliberationParameters, deliberate
+    from forum_atlas.flows.ingest import ingest
+
+    monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.setenv("ATLAS_EMBEDDER", "hashed")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    ingest(_corpus(tmp_path / "a.jsonl", 0, 5))
+    Secret(value=PLANTED).save("planted-llm-key", overwrite=True)
+    with WireServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
+        srv.always(CHAT, _nothing_relevant)
+        params = DeliberationParameters(question="Does vitamin D reduce fractures?", engine="openai",
+                                        personas=["technical"], llm_key_secret=Secret.load("planted-llm-key"))
+        out = deliberate(params)
+        srv.always(CHAT, Reply(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                               "code": "invalid_api_key"}}))
+        refused = deliberate(params)   # a refused key is a failed call the brief records, not a failed run
+    sent = srv.requests_to(CHAT)
+    assert out["brief_id"] and len(sent) >= 2, "a draft and the synthesis at least"
+    assert {r.headers["authorization"] for r in sent} == {f"Bearer {PLANTED}"}, "the key came from the Secret block"
+    with psycopg.connect(database_url) as conn:
+        outcomes = {row[0] for row in conn.execute("SELECT outcome FROM forum.provider_calls WHERE brief_id = %s "
+                                                    "AND stage LIKE 'draft:%%'", (refused["brief_id"],))}
+    assert outcomes == {"auth"}, outcomes
+    assert _leaks(database_url, "planted-llm-key", "secret") == {"prefect": [], "prefect files": [], "database": []}
