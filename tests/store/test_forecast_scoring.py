@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pydantic import ValidationError
 
 from forum_atlas.forecasting.backtest import read_series_file
 from forum_atlas.forecasting.binding import BindingError
@@ -182,7 +183,11 @@ def test_lane_is_idempotent_and_records_the_issue(db, series):
 def test_bad_lane_input_writes_nothing(db, series, spec, error, message):
     repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     before = counts(db)
-    question = LaneQuestion(**{"key": "u", "series_id": "UNRATE", "comparator": ">", "reference": "previous", **spec})
+    fields = {"key": "u", "series_id": "UNRATE", "comparator": ">", "reference": "previous", **spec}
+    if "confidence_target" in spec:   # the run form refuses it first; the binding refuses it too
+        with pytest.raises(ValidationError, match="confidence_target"):
+            LaneQuestion(**fields)
+    question = LaneQuestion.model_construct(**fields)
     with pytest.raises(error, match=message):
         issue_bound_forecast(db, question, at(2025, 4, 15), None)
     assert counts(db) == before
