@@ -6,8 +6,8 @@ Each size is one JSONL record of plain English sentences, ingested by the flow (
 per-record limit raised to fit) twice, each time into a new embedded database in a new process:
 "seconds" into a database that is ready (created, migrated, server up, great-expectations imported:
 what every ingest after an installation's first finds), "cold s" into one the flow itself must create
-first. The reference is the database floor on the same chunks (bench.ingest: a bare COPY with the
-same analyzer, the same vectors, the same HNSW build). A linear ingest keeps seconds per MB and
+first. The reference is the database floor on the same chunks (bench.ingest: a bare COPY, the same
+parallel analysis, the same vectors, the same HNSW build). A linear ingest keeps seconds per MB and
 × floor flat as the record grows; the old quadratic offsets check took 396 s for 10 MB.
 """
 

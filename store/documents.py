@@ -177,11 +177,13 @@ def _insert_documents(conn: psycopg.Connection, batch: PreparedBatch, source_ids
 
 def _insert_chunks(conn: psycopg.Connection, batch: PreparedBatch, source_ids: dict[str, int],
                    document_ids: dict[tuple[int, str], int]) -> list[int]:
-    """COPY the chunks of newly inserted documents; returns, per chunk of the batch, its chunk_id
-    (or -1 where the document was not new)."""
+    """Stage the chunks of newly inserted documents (COPY), then insert them with their lexical columns
+    computed in parallel (sql/072); returns, per chunk of the batch, its chunk_id (or -1 where the
+    document was not new)."""
     keys: list[str] = []
     with conn.cursor().copy(
-        "COPY forum.chunks (chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable) FROM STDIN"
+        "COPY forum.chunk_stage (seq, chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable)"
+        " FROM STDIN"
     ) as copy:
         for doc in batch.documents:
             r = doc.record
@@ -191,7 +193,9 @@ def _insert_chunks(conn: psycopg.Connection, batch: PreparedBatch, source_ids: d
                 keys.append(prepared.key)
                 if document_id is not None:
                     c = prepared.chunk
-                    copy.write_row((prepared.key, document_id, c.ordinal, c.start, c.end, r.title, c.text, searchable))
+                    copy.write_row((len(keys), prepared.key, document_id, c.ordinal, c.start, c.end, r.title, c.text,
+                                    searchable))
+    conn.execute("SELECT forum.insert_staged_chunks()")
     rows = conn.execute(
         "SELECT chunk_key, chunk_id FROM forum.chunks WHERE document_id = ANY(%s)", (list(document_ids.values()),)
     ).fetchall()

@@ -1,6 +1,7 @@
 """Writing batches against the real database: idempotence, versions, status flags, guards."""
 
 import dataclasses
+import uuid
 
 import psycopg
 import pytest
@@ -121,6 +122,55 @@ def test_lexical_columns_are_computed_by_the_database(db):
         after = conn.execute("SELECT lexemes::text AS lexemes, token_count FROM forum.chunks").fetchone()
     assert row == after
     assert row["lexemes"] == "'dog':4 'lx':2 'quick':6 'ran':5 'run':3 'titl':1" and row["token_count"] == 6
+
+
+def test_the_analyzer_is_skipped_only_inside_the_staged_insert(db):
+    """sql/072: the writer's chunks get their lexical columns from forum.insert_staged_chunks(), which computes
+    them with a parallel query; the trigger takes them from that function alone. A client that raises the
+    function's flag itself is not the table's owner, and is recomputed; nothing stays staged or flagged."""
+    _ingest(db, [_record("lx", "Running dogs ran quickly.")])
+    role = f"atlas_client_{uuid.uuid4().hex[:12]}"
+    try:
+        with db.connection() as conn:
+            assert conn.execute("SELECT count(*) AS n FROM forum.chunk_stage").fetchone()["n"] == 0
+            assert conn.execute("SELECT current_setting('forum.staged_lexemes', true) AS flag").fetchone()["flag"] != "on"
+            conn.execute(f"CREATE ROLE {role}")
+            conn.execute(f"GRANT USAGE ON SCHEMA forum TO {role}")
+            conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA forum TO {role}")
+            conn.execute(f"SET ROLE {role}")
+            conn.execute("SET forum.staged_lexemes = 'on'")
+            conn.execute("UPDATE forum.chunks SET lexemes = 'forged'::tsvector, token_count = 99")
+            conn.execute("RESET ROLE")
+            row = conn.execute("SELECT lexemes::text AS lexemes, token_count FROM forum.chunks").fetchone()
+            conn.commit()
+    finally:
+        with db.connection() as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    assert row == {"lexemes": "'dog':4 'lx':2 'quick':6 'ran':5 'run':3 'titl':1", "token_count": 6}
+
+
+def test_a_chunk_failing_its_checks_in_the_staged_insert_leaves_nothing_staged(db):
+    prepared = prepare(CORPUS[:2], EMBEDDER)
+    prepared.documents[1].chunks[0] = dataclasses.replace(
+        prepared.documents[1].chunks[0], chunk=dataclasses.replace(prepared.documents[1].chunks[0].chunk, start=1))
+    with pytest.raises(psycopg.errors.CheckViolation):
+        write_batch(db, CORPUS[:2], prepared)
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM forum.chunk_stage").fetchone()["n"] == 0
+    assert _counts(db)["chunks"] == 0
+
+
+def test_rows_another_transaction_left_staged_are_never_inserted(db):
+    _ingest(db, CORPUS[:1])
+    with db.transaction() as conn:   # staged and committed, never inserted by the function
+        conn.execute("""INSERT INTO forum.chunk_stage (seq, chunk_key, document_id, ordinal, start_char, end_char,
+                                                        heading, body, searchable)
+                        SELECT 1, 'left-behind', document_id, 7, 0, 4, '', 'Grid', true FROM forum.documents""")
+    _ingest(db, CORPUS[1:3])
+    with db.connection() as conn:
+        keys = [r["chunk_key"] for r in conn.execute("SELECT chunk_key FROM forum.chunks")]
+    assert len(keys) == 3 and "left-behind" not in keys
 
 
 def test_audit_log_is_append_only_and_tamper_evident(db):
