@@ -135,7 +135,7 @@ def _copy_floor(settings) -> dict:
         vectors = conn.execute("SELECT chunk_id, model_id, embedding FROM forum.embeddings").fetchall()
         dim = conn.execute("SELECT dim FROM forum.embedding_models LIMIT 1").fetchone()["dim"]
         # not temporary: parallel workers cannot read a temporary table
-        conn.execute("CREATE UNLOGGED TABLE forum.stage_floor (LIKE forum.chunk_stage)")
+        conn.execute("CREATE UNLOGGED TABLE forum.stage_floor (LIKE forum.chunk_stage INCLUDING DEFAULTS)")
         conn.execute(
             """CREATE TEMP TABLE chunks_floor (
                    chunk_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, chunk_key text UNIQUE, document_id bigint,

@@ -137,4 +137,4 @@ def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | N
                           table=[{"measure": k, "value": v} for k, v in view.audit.as_dict().items()])
     print(f"brief {view.brief_id}: {view.audit.sourced_verified} verified [SOURCED], {view.audit.inferred} "
           f"[INFERRED], {view.audit.downgraded} downgraded, {view.audit.retried} retried; seal {view.seal[:16]}")
-    return {"brief_id": view.brief_id, "snapshot_id": view.snapshot_id, "seal": view.seal, **view.audit.as_dict()}
+    return view.summary()

@@ -325,3 +325,7 @@ class BriefView:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def summary(self) -> dict[str, Any]:
+        """What a run returns of its brief: ids, seal and the audit counts."""
+        return {"brief_id": self.brief_id, "snapshot_id": self.snapshot_id, "seal": self.seal, **self.audit.as_dict()}
