@@ -23,19 +23,17 @@ import time
 
 from bench.deliberation import dev_claims, prepare_database
 
-AUDIT = ("sourced_verified", "inferred", "downgraded", "retried", "insufficient_sections")
-
 
 def _run(questions: list, settings, workers: int) -> dict:
     from forum_atlas.blocks.database import AtlasDatabase
     from forum_atlas.blocks.task_runners import task_runner
-    from forum_atlas.flows.deliberate_batch import deliberate_batch
+    from forum_atlas.flows.deliberate_batch import AUDIT_COUNTS, deliberate_batch
 
     batch = deliberate_batch.with_options(task_runner=task_runner(workers or None))
     start = time.perf_counter()
     summary = batch(questions, database_block=AtlasDatabase(url=settings.database_url))
     return {"wall": time.perf_counter() - start, "summary": summary,
-            "audit": [[row[k] for k in AUDIT] for row in summary["results"]]}
+            "audit": [[row[k] for k in AUDIT_COUNTS] for row in summary["results"]]}
 
 
 def main() -> None:
