@@ -88,7 +88,7 @@ def pytest_unconfigure(config):
                                       if isinstance(lg, logging.Logger))]
     for handler in {h for lg in loggers for h in lg.handlers}:
         if type(getattr(handler, "stream", None)).__module__ == "_pytest.capture":
-            handler.setStream(sys.__stderr__)
+            handler.stream = sys.__stderr__   # not setStream: it flushes the old stream, which may be closed
             if hasattr(handler, "console"):  # PrefectConsoleHandler writes through a rich Console
                 handler.console.file = sys.__stderr__
 

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Locator, Page, Response, sync_playwright
 
 # the flags PLATFORM.md lists for this machine's Chromium (Playwright adds --headless and its own profile)
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -56,6 +57,8 @@ def ui_page(binary: str, shots: Screenshots) -> Iterator[Page]:
         try:
             page = browser.new_context(viewport={"width": 1400, "height": 1000}, timezone_id="UTC").new_page()
             page.set_default_timeout(60_000)   # a loaded 2-core machine renders slowly
+            # what the UI's "Oops. Something went wrong." toasts leave unsaid: every refused API call, printed
+            page.on("response", _print_if_refused)
             try:
                 yield page
             except BaseException:
@@ -63,6 +66,17 @@ def ui_page(binary: str, shots: Screenshots) -> Iterator[Page]:
                 raise
         finally:
             browser.close()
+
+
+def _print_if_refused(response: Response) -> None:
+    if response.status >= 400:
+        request = response.request
+        try:
+            body = response.text()[:2000]
+        except PlaywrightError as gone:   # the page closed before the body was read
+            body = f"({gone.message})"
+        print(f"the UI's {request.method} {request.url} got {response.status}: {body}"
+              f" (it sent: {(request.post_data or '')[:2000]})")
 
 
 def deployment_link(page: Page, name: str) -> Locator:
