@@ -58,6 +58,9 @@ class Settings:
     llm: str = "offline"
     llm_model: str = "gpt-4o-mini"
     support_verifier: str = "rules"   # rules (deterministic, offline) or openai (LLM-backed, may abstain)
+    support_model: str | None = None      # the openai verifier's model; empty = llm_model (see entailment.choose_verifier)
+    support_base_url: str | None = None   # the openai verifier's endpoint; empty = the SDK's (OPENAI_BASE_URL)
+    allow_self_verification: bool = False  # let the drafting model verify its own claims (said in the brief)
     bm25_kernel: bool = True   # False (ATLAS_BM25_KERNEL=off): drop the atlas_bm25 extension, PL/pgSQL answers
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES   # ATLAS_MAX_RECORD_BYTES; larger records are refused at validation
     api_keys: ProviderKeys = field(default_factory=ProviderKeys)   # from the providers block's Secret fields
@@ -84,6 +87,9 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         llm=env.get("ATLAS_LLM", base.llm),
         llm_model=env.get("ATLAS_LLM_MODEL", base.llm_model),
         support_verifier=env.get("ATLAS_SUPPORT_VERIFIER", base.support_verifier),
+        support_model=env.get("ATLAS_SUPPORT_MODEL") or None,
+        support_base_url=env.get("ATLAS_SUPPORT_BASE_URL") or None,
+        allow_self_verification=env.get("ATLAS_ALLOW_SELF_VERIFICATION", "").strip().lower() in ("1", "true", "yes"),
         bm25_kernel=env.get("ATLAS_BM25_KERNEL", "auto").strip().lower() != "off",
         max_record_bytes=int(env.get("ATLAS_MAX_RECORD_BYTES") or base.max_record_bytes),
     )

@@ -26,14 +26,23 @@ from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.config import Settings
-from forum_atlas.deliberation.audit import needs_retry, retry_reasons, settle
+from forum_atlas.deliberation.audit import AUDIT_RULES, needs_retry, retry_reasons, settle, synthesis_basis
 from forum_atlas.deliberation.brief import assemble, synthesis_request
 from forum_atlas.deliberation.model import COORDINATOR, SPECIALISTS, BriefView, DraftRequest
 from forum_atlas.deliberation.render import render_markdown
 from forum_atlas.flows.gather_evidence import GatherOptions, GatherParameters, gather_evidence
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.tasks import flow_run_id
-from forum_atlas.tasks.deliberation import audit, draft, engine_for, persist, plan, round_evidence, synthesize
+from forum_atlas.tasks.deliberation import (
+    audit,
+    draft,
+    engine_for,
+    persist,
+    plan,
+    round_evidence,
+    synthesize,
+    verifier_choice,
+)
 from forum_atlas.tasks.evidence import withheld_sources
 from forum_atlas.tasks.retrieval import retrieve_in_flow, retrieve_plain
 
@@ -104,16 +113,20 @@ def run_deliberation(params: DeliberationParameters, settings: Settings, step: S
     attempts = {role: [first.drafts[role]] + ([second.drafts[role]] if second and role in second.drafts else [])
                 for role in requests}
     sections = [settle(p.role, p.topic, attempts[p.role], engine.name) for p in panel.personas]
+    round_drafts = [d for r in (first, second) if r for d in r.drafts.values()]
     synthesis_reply = step(synthesize, settings, synthesis_request(panel, sections, evidence), key)
-    final = step(audit, settings, {COORDINATOR: synthesis_reply}, evidence, 1, key)
+    final = step(audit, settings, {COORDINATOR: synthesis_reply}, evidence, 1, key, synthesis_basis(sections, round_drafts))
     synthesis = settle(COORDINATOR, "the overall answer", [final.drafts[COORDINATOR]], engine.name)
 
     rounds = [r for r in (first, second, final) if r]
     drafts = [d for r in rounds for d in r.drafts.values()]
     calls = [d.call for d in drafts] + [c for r in rounds for c in r.calls]
+    verifier = verifier_choice(settings)
     record = assemble(panel, results, evidence, drafts, sections, synthesis,
-                      {"deliberation": f"{engine.name} {engine.version}", "planner": panel.planner},
-                      engine.extractive, calls, created_at, run_id(), gathered=gathered, withheld=withheld)
+                      {"deliberation": f"{engine.name} {engine.version}", "planner": panel.planner,
+                       "support": verifier.describe(), "audit": AUDIT_RULES},
+                      engine.extractive, calls, created_at, run_id(), gathered=gathered, withheld=withheld,
+                      self_verified=verifier.self_verified)
     return step(persist, settings, record)
 
 
@@ -134,7 +147,7 @@ def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | N
     view = run_deliberation(params, settings, AS_TASKS, flow_run_id, gathered)
     create_markdown_artifact(key="brief", markdown=render_markdown(view), description=f"brief {view.brief_id}")
     create_table_artifact(key="brief-audit", description=f"audit summary of brief {view.brief_id}",
-                          table=[{"measure": k, "value": v} for k, v in view.audit.as_dict().items()])
+                          table=[{"measure": k, "value": v} for k, v in view.audit.measures()])
     print(f"brief {view.brief_id}: {view.audit.sourced_verified} verified [SOURCED], {view.audit.inferred} "
           f"[INFERRED], {view.audit.downgraded} downgraded, {view.audit.retried} retried; seal {view.seal[:16]}")
     return view.summary()

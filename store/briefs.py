@@ -31,7 +31,7 @@ from forum_atlas.deliberation.model import (
     SectionView,
     WithheldView,
 )
-from forum_atlas.deliberation.quotes import quote_in_passage
+from forum_atlas.deliberation.quotes import SUBSTRING_V1, VERBATIM_RULE, WHOLE_WORDS_V2, quote_in_passage
 from forum_atlas.deliberation.snapshot import canonical_json, changed_parts, part_digests, seal
 from forum_atlas.store.db import Database, DatabaseError, record_event
 
@@ -336,13 +336,30 @@ def load_snapshot(db: Database, brief_id: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- verifying
 
 
-def verify_brief(db: Database, brief_id: int) -> list[str]:
-    """What is wrong with a stored brief, in words; empty when it is intact.
+@dataclass(frozen=True)
+class BriefVerification:
+    problems: list[str]      # what is wrong, in words; empty when the brief is intact
+    rule: str                # the verbatim rule that sealed the brief (substring-v1 before sql/080)
+    notes: list[str]         # what a reader should know that is not a fault (e.g. the current rule's view)
 
-    Checks: the snapshot's canonical text against its stored seal and against the seal recorded
+
+def sealing_rule(engines: dict[str, Any]) -> str:
+    """The verbatim rule a brief was sealed under, from its sealed engines (none recorded: substring-v1)."""
+    audit_rules = str(engines.get("audit", ""))
+    return WHOLE_WORDS_V2 if audit_rules.split(" ")[0] == WHOLE_WORDS_V2 else SUBSTRING_V1
+
+
+def verify_brief(db: Database, brief_id: int) -> list[str]:
+    """What is wrong with a stored brief, in words; empty when it is intact."""
+    return verify_report(db, brief_id).problems
+
+
+def verify_report(db: Database, brief_id: int) -> BriefVerification:
+    """Checks: the snapshot's canonical text against its stored seal and against the seal recorded
     in the BRIEF_PERSISTED event (naming the snapshot parts that changed); the brief's rows
-    against the digests in that event; every citation's quote against its chunk, in the database
-    and again in Python; the audit chain around this brief's events."""
+    against the digests in that event; every citation's quote against its chunk with the verbatim
+    rule that sealed the brief, in the database and again in Python (a brief sealed under an older
+    rule is also read under the current one, as a note); the audit chain around this brief's events."""
     with db.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         brief = cur.execute("SELECT * FROM forum.briefs WHERE brief_id = %s", (brief_id,)).fetchone()
@@ -363,6 +380,7 @@ def verify_brief(db: Database, brief_id: int) -> list[str]:
                  ORDER BY section_ordinal, ordinal""", (brief_id,)).fetchall()
         citations = cur.execute(
             """SELECT t.citation_id, t.claim_id, t.chunk_id, t.quote, c.section_ordinal, c.ordinal, ch.body,
+                      forum.citation_verbatim_matches_v1(t.chunk_id, t.quote) AS verbatim_v1,
                       forum.citation_verbatim_matches(t.chunk_id, t.quote) AS verbatim
                  FROM forum.citations t JOIN forum.brief_claims c USING (claim_id)
                  LEFT JOIN forum.chunks ch ON ch.chunk_id = t.chunk_id
@@ -428,14 +446,21 @@ def verify_brief(db: Database, brief_id: int) -> list[str]:
         if not recorded.get("row_digests"):
             problems.append(f"brief {brief_id}: the audit log holds no row digests for it")
 
-    # Every citation still reopens to a passage that holds its quote.
+    # Every citation still reopens to a passage that holds its quote, under the rule that sealed it.
+    rule = sealing_rule(brief["engines"] or {})  # the brief row's engines: its digest is in the audit log
+    notes: list[str] = []
     for c in citations:
+        sealed_ok = c["verbatim"] if rule == WHOLE_WORDS_V2 else c["verbatim_v1"]
         if c["body"] is None:
             problems.append(f"citation {c['citation_id']}: its chunk {c['chunk_id']} is gone")
-        elif not c["verbatim"] or not quote_in_passage(c["quote"], c["body"]):
-            problems.append(f"citation {c['citation_id']}: its quote no longer occurs verbatim in chunk {c['chunk_id']}")
+        elif not sealed_ok or not quote_in_passage(c["quote"], c["body"], rule):
+            problems.append(f"citation {c['citation_id']}: its quote no longer occurs verbatim in chunk "
+                            f"{c['chunk_id']} ({rule})")
+        elif rule != VERBATIM_RULE and not c["verbatim"]:
+            notes.append(f"citation {c['citation_id']}: its quote matches chunk {c['chunk_id']} only inside a word; "
+                         f"the current rule ({VERBATIM_RULE}) would not let it through")
 
     # The hash chain around this brief's events.
     for row in chain:
         problems.append(f"audit log event {row['event_id']}: {row['problem']}")
-    return problems
+    return BriefVerification(problems, rule, notes)

@@ -5,6 +5,7 @@ provider call comes back as a `CallRecord` stamped with its Prefect flow and tas
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,14 @@ from prefect.cache_policies import NO_CACHE
 
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
-from forum_atlas.deliberation.audit import AuditedDraft, RoundEvidence, audit_reply, support_pairs, verbatim_pairs
+from forum_atlas.deliberation.audit import (
+    AuditedDraft,
+    RoundEvidence,
+    SynthesisBasis,
+    audit_reply,
+    support_pairs,
+    verbatim_pairs,
+)
 from forum_atlas.deliberation.brief import gather_evidence
 from forum_atlas.deliberation.model import (
     BriefRecord,
@@ -29,7 +37,7 @@ from forum_atlas.deliberation.model import (
     digest_of,
 )
 from forum_atlas.deliberation.plan import plan_panel
-from forum_atlas.entailment import make_support_verifier
+from forum_atlas.entailment import VerifierChoice, choose_verifier, make_support_verifier
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery, SupportVerifier
 from forum_atlas.llm import DeliberationEngine, make_deliberation_engine
 from forum_atlas.providers import ProviderError
@@ -53,10 +61,17 @@ def _openai_key(settings: Settings, key_secret: Secret | None) -> str | None:
     return secret_value(key_secret) or settings.api_keys.openai
 
 
+def verifier_choice(settings: Settings) -> VerifierChoice:
+    """Never the drafter (entailment.choose_verifier); the engine's endpoint is the SDK's OPENAI_BASE_URL."""
+    return choose_verifier(settings, os.environ.get("OPENAI_BASE_URL"))
+
+
 def verifier_for(settings: Settings, key_secret: Secret | None = None) -> SupportVerifier:
-    if settings.support_verifier == "openai":
-        return make_support_verifier("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret))
-    return make_support_verifier(settings.support_verifier)
+    choice = verifier_choice(settings)
+    if choice.name == "openai":
+        return make_support_verifier("openai", model=choice.model, base_url=choice.base_url,
+                                     api_key=_openai_key(settings, key_secret))
+    return make_support_verifier(choice.name)
 
 
 def _stamped(call: CallRecord) -> CallRecord:
@@ -128,18 +143,27 @@ class AuditedRound:
     calls: list[CallRecord] = field(default_factory=list)   # the support verifier's
 
 
-@deliberation_task(name="audit")
+def _audit_run_name() -> str:
+    from prefect.runtime import task_run
+
+    parameters = task_run.parameters
+    return "audit-synthesis" if parameters.get("basis") is not None else f"audit-round-{parameters.get('attempt')}"
+
+
+@deliberation_task(name="audit", task_run_name=_audit_run_name)
 def audit(settings: Settings, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,
-          key_secret: Secret | None = None) -> AuditedRound:
-    """Check every [SOURCED] tag: retrieved in this round, quote verbatim (the database's
-    `forum.citation_verbatim_matches`, one query for the round), supported (the verifier)."""
+          key_secret: Secret | None = None, basis: SynthesisBasis | None = None) -> AuditedRound:
+    """Check every [SOURCED] tag: safe text, retrieved in this round, quote verbatim (the database's
+    `forum.citation_verbatim_matches`, one query for the round), grounded in its sentence, supported
+    (the verifier). `basis`: for the synthesis, the findings it may cite."""
     pairs = verbatim_pairs(replies.values(), evidence)
     with shared_database(settings).connection() as conn:
         verbatim = dict(zip(pairs, briefs.verbatim_matches(conn, pairs)))
     to_judge = support_pairs(replies.values(), evidence, verbatim)
     judgement = _judge(settings, to_judge, evidence, key_secret)
     verdicts = dict(zip(to_judge, judgement.verdicts))
-    drafts = {role: audit_reply(role, attempt, reply, evidence, verbatim, verdicts) for role, reply in replies.items()}
+    drafts = {role: audit_reply(role, attempt, reply, evidence, verbatim, verdicts, basis)
+              for role, reply in replies.items()}
     return AuditedRound(drafts, [_stamped(c) for c in judgement.calls])
 
 

@@ -109,10 +109,11 @@ def assemble(plan: Plan, results: Mapping[str, RetrievalResult], evidence: Round
              drafts: Sequence[AuditedDraft], sections: Sequence[Section], synthesis: Section,
              engines: Mapping[str, str], extractive: bool, calls: Sequence[CallRecord], created_at: datetime,
              flow_run_id: str | None = None, *, gathered: Mapping[str, Any] | None = None,
-             withheld: Sequence[Mapping[str, Any]] = ()) -> BriefRecord:
+             withheld: Sequence[Mapping[str, Any]] = (), self_verified: bool = False) -> BriefRecord:
     """`gathered`: the gather-evidence run that preceded the brief (None: none ran); `withheld`: the
-    records retrieval would have matched but may not return, with the reason."""
-    audit = summarize(sections, synthesis, drafts)
+    records retrieval would have matched but may not return, with the reason; `self_verified`: the
+    support verifier was the drafting model."""
+    audit = summarize(sections, synthesis, drafts, self_verified)
     calls = [*retrieval_calls(results, flow_run_id), *calls]
     snapshot = jsonable({
         "question": plan.outbound_question,

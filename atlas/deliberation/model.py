@@ -24,8 +24,11 @@ INFERRED: Tag = "INFERRED"
 Verdict = Literal["supports", "contradicts", "contextual", "abstain"]
 VERDICTS: tuple[Verdict, ...] = ("supports", "contradicts", "contextual", "abstain")
 
-# Why a SOURCED claim lost its tag; the first failing check in this order is the one recorded.
-FailedCheck = Literal["no_quote", "unknown_source", "not_retrieved", "quote_not_verbatim", "contradicts", "contextual"]
+# Why a SOURCED claim lost its tag; the first failing check in this order is the one recorded
+# (atlas.deliberation.untrusted, then the citation, then atlas.deliberation.grounding, then the verifier).
+FailedCheck = Literal["unsafe_text", "no_quote", "unknown_source", "not_retrieved", "quote_not_verbatim",
+                      "not_in_findings", "quote_uninformative", "claim_not_covered", "direction_clash",
+                      "negation_clash", "contradicts", "contextual"]
 
 COORDINATOR = "coordinator"
 SPECIALISTS = ("legal_regulatory", "financial", "technical", "geospatial", "forecasting")
@@ -216,9 +219,16 @@ class AuditSummary:
     retried: int
     insufficient_sections: int
     sourced_claimed: int              # SOURCED tags as the engines wrote them, every attempt
+    reasons: dict[str, int] = field(default_factory=dict)   # downgrades by FailedCheck, every attempt
+    self_verified: bool = False       # the support verifier was the model that drafted the claims
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def measures(self) -> list[tuple[str, int]]:
+        """The summary as (measure, count) rows, each downgrade reason on its own row."""
+        counts = {k: v for k, v in asdict(self).items() if isinstance(v, int) and not isinstance(v, bool)}
+        return [*counts.items(), *((f"downgraded: {reason}", n) for reason, n in sorted(self.reasons.items()))]
 
 
 @dataclass(frozen=True)

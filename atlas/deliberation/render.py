@@ -129,6 +129,11 @@ EXTRACTIVE_STATEMENT = (
     "passage, connective statements are marked {inferred}, and no model wrote any text.")
 
 
+SELF_VERIFIED_STATEMENT = (
+    "The support verifier was the model that drafted the claims: it checked its own claims "
+    "(allowed by ATLAS_ALLOW_SELF_VERIFICATION).")
+
+
 def _engines_line(view: BriefView) -> str:
     if not view.engines:
         return "Engines: not recorded"
@@ -147,7 +152,23 @@ def _audit_rows(view: BriefView) -> list[tuple[str, int, str]]:
         ("downgraded", a.downgraded, "[SOURCED] rewritten to [INFERRED]"),
         ("retried", a.retried, "sections retried with a stricter prompt"),
         ("insufficient sections", a.insufficient_sections, ""),
+        *((f"downgraded: {reason}", n, DOWNGRADE_REASONS.get(reason, "")) for reason, n in sorted(a.reasons.items())),
     ]
+
+
+# What each downgrade reason (FailedCheck) means, for the audit table.
+DOWNGRADE_REASONS = {
+    "unsafe_text": "the model's text held unsafe characters, tag-like text or was over the length limit",
+    "no_quote": "no quote", "unknown_source": "cited no passage", "not_retrieved": "cited a passage not retrieved",
+    "quote_not_verbatim": "quote not found verbatim (whole words)",
+    "not_in_findings": "synthesis cited something the audited findings do not hold",
+    "quote_uninformative": "quote too short to carry a claim",
+    "claim_not_covered": "claim says more than its quote's sentence",
+    "direction_clash": "claim reverses a direction of its source",
+    "negation_clash": "claim and source disagree on a negation",
+    "contradicts": "the verifier reads the passage as contradicting the claim",
+    "contextual": "the verifier reads the passage as context only",
+}
 
 
 def _attempts_note(section: SectionView) -> str:
@@ -245,6 +266,9 @@ def _lines(view: BriefView, f: _Flavor) -> Iterator[str]:
     yield ""
     if view.extractive:
         yield EXTRACTIVE_STATEMENT.format(sourced=f.tag(SOURCED), inferred=f.tag(INFERRED))
+        yield ""
+    if view.audit.self_verified:
+        yield f.esc(SELF_VERIFIED_STATEMENT)
         yield ""
     if view.redactions:
         yield f.esc(_redaction_sentence(view.redactions))
@@ -486,6 +510,8 @@ def render_html(view: BriefView) -> str:
             f'<p class="meta">{meta}</p>', f'<p class="meta">{_e(_engines_line(view))}</p>']
     if view.extractive:
         head.append(f'<p class="banner extractive">{_e(EXTRACTIVE_STATEMENT.format(sourced="[SOURCED]", inferred="[INFERRED]"))}</p>')
+    if view.audit.self_verified:
+        head.append(f'<p class="banner">{_e(SELF_VERIFIED_STATEMENT)}</p>')
     if view.redactions:
         head.append(f'<p class="banner privacy">{_e(_redaction_sentence(view.redactions))}</p>')
     if view.evidence_run_id is not None:

@@ -47,6 +47,8 @@ def read_verdicts(content: str | None, n: int) -> tuple[list[Verdict], list[str]
         payload: Any = json.loads(content or "")
     except ValueError as exc:
         return verdicts, [f"answer is not JSON ({exc})"]
+    except RecursionError:
+        return verdicts, ["answer is nested too deeply to read"]
     items = payload.get("verdicts") if isinstance(payload, dict) else None
     if not isinstance(items, list):
         return verdicts, ["answer has no 'verdicts' list"]

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from forum_atlas.deliberation.model import Verdict
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?|[<>=≤≥±]")
+TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?|[<>=≤≥±]")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
@@ -92,7 +92,7 @@ hypothesised hypothesizing may might could possibly possible potential potential
 investigate investigated investigating examine examined examining explore explored assess assessed
 aim aimed objective question questions speculate speculated controversial debated remains""".split())
 
-# Direction words: axis -> (up words, down words). Matched on the light stem (see _stem).
+# Direction words: axis -> (up words, down words). Matched on the light stem (see light_stem).
 _AXES: dict[str, tuple[str, str]] = {
     # amount and effect are one axis: "increases X" and "inhibits X" clash, "enhances" and "induces" agree
     "amount": (
@@ -170,7 +170,7 @@ class _Alignment:
     in_order: bool
 
 
-def _normalise(text: str) -> str:
+def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
     text = re.sub(r"n['’]t\b", " not", text)
     text = text.replace("cannot", "can not")
@@ -181,7 +181,7 @@ def _normalise(text: str) -> str:
     return re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)   # hyphenated words are read as two
 
 
-def _stem(word: str) -> str:
+def light_stem(word: str) -> str:
     if _NUMBER.search(word) or len(word) <= 3:
         return word
     for suffix, repl in (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("ness", ""), ("ings", ""), ("ing", ""),
@@ -191,7 +191,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _direction(word: str) -> tuple[str, int] | None:
+def direction_of(word: str) -> tuple[str, int] | None:
     if word in _NOT_DIRECTION:
         return None
     for prefix, axis, sign in _DIRECTION_PREFIXES:
@@ -201,7 +201,7 @@ def _direction(word: str) -> tuple[str, int] | None:
 
 
 def _read(text: str) -> _Reading:
-    words = _TOKEN.findall(_normalise(text))
+    words = TOKEN.findall(normalise(text))
     content: list[_Tok] = []
     directions, negations, weak, hedges, numbers = [], [], [], [], set()  # type: ignore[var-annotated]
     for pos, w in enumerate(words):
@@ -212,10 +212,10 @@ def _read(text: str) -> _Reading:
             weak.append(pos)
         elif w in HEDGES:
             hedges.append(pos)
-        elif (d := _direction(w)) is not None:
+        elif (d := direction_of(w)) is not None:
             directions.append((d[0], d[1], pos))
         elif w not in STOPWORDS and not _SYMBOL.fullmatch(w):
-            content.append(_Tok(w, _stem(w), pos))
+            content.append(_Tok(w, light_stem(w), pos))
             if _NUMBER.search(w):
                 numbers.add(w.rstrip("%"))
     return _Reading(content, directions, negations, weak, hedges, numbers)
@@ -348,8 +348,8 @@ class RuleBasedSupportVerifier:
         if found is None:  # a span of whole words only: "rates rose" is not in "pirates rose"
             return None
         at = found.start()
-        before = _TOKEN.findall(_normalise(q[:at]))[-8:]
-        after = _TOKEN.findall(_normalise(q[at + len(c):]))[:3]
+        before = TOKEN.findall(normalise(q[:at]))[-8:]
+        after = TOKEN.findall(normalise(q[at + len(c):]))[:3]
         around = set(before) | set(after)
         if around & (NEGATIONS | WEAK_NEGATIONS | HEDGES):
             return None

@@ -106,8 +106,8 @@ class OpenAIChat:
             choice = completion.choices[0] if completion.choices else None
             content = choice.message.content if choice is not None and choice.message is not None else None
             finish = choice.finish_reason if choice is not None else None
-        except (openai.OpenAIError, AttributeError, TypeError, ValueError) as exc:
-            raise self.typed(exc) from exc
+        except (openai.OpenAIError, AttributeError, TypeError, ValueError, RecursionError) as exc:
+            raise self.typed(exc) from exc  # a reply nested too deeply to parse is a bad response, not a crash
         return ChatResult(content=content, finish_reason=finish, attempts=raw.retries_taken + 1,
                           latency_ms=(time.perf_counter() - start) * 1000.0)
 

@@ -88,6 +88,8 @@ def parse_claims(content: str | None, labels: Iterable[str], *, finish_reason: s
         payload: Any = json.loads(content)
     except ValueError as exc:
         return [], None, f"answer is not JSON ({exc})"
+    except RecursionError:
+        return [], None, "answer is not JSON a reader can take (nested too deeply)"
     if not isinstance(payload, dict):
         return [], None, f"answer is a JSON {type(payload).__name__}, not an object"
     problems: list[str] = []

@@ -105,15 +105,19 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from forum_atlas.store.briefs import verify_brief
+    from forum_atlas.store.briefs import verify_report
     from forum_atlas.store.db import Database
 
     with Database.open() as db:
-        problems = verify_brief(db, args.brief_id)
-    if problems:
-        for problem in problems:
+        report = verify_report(db, args.brief_id)
+    for note in report.notes:
+        print(f"NOTE  {note}")
+    if report.problems:
+        for problem in report.problems:
             print(f"FAIL  {problem}")
-        print(f"brief {args.brief_id}: {len(problems)} problem(s); the evidence behind it cannot be trusted as stored")
+        print(f"brief {args.brief_id}: {len(report.problems)} problem(s); the evidence behind it cannot be trusted "
+              f"as stored (sealed under verbatim rule {report.rule})")
         return 2
-    print(f"brief {args.brief_id}: evidence snapshot seal, audit-chain entry and every citation verify")
+    print(f"brief {args.brief_id}: evidence snapshot seal, audit-chain entry and every citation verify "
+          f"(sealed under verbatim rule {report.rule})")
     return 0

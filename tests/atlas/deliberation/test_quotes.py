@@ -1,9 +1,17 @@
-"""The verbatim rule in plain Python (DEL-3): whitespace normalised, case and punctuation kept.
-The database function is held to the same answers in tests/store/test_briefs.py."""
+"""The verbatim rule in plain Python (DEL-3): whole words, whitespace normalised, case and punctuation
+kept. The database function is held to the same answers in tests/store/test_briefs.py and
+tests/store/test_verbatim_rules.py."""
 
 import pytest
 
-from forum_atlas.deliberation.quotes import WHITESPACE, normalize_whitespace, quote_in_passage, quote_span
+from forum_atlas.deliberation.quotes import (
+    SUBSTRING_V1,
+    WHITESPACE,
+    is_word_char,
+    normalize_whitespace,
+    quote_in_passage,
+    quote_span,
+)
 
 PASSAGE = "The regulator,\tOfgem,  approved the\u00a0cap-and-floor regime\non 3 May.  It said “no further review”."
 
@@ -68,7 +76,7 @@ def test_none_never_matches():
     "regime\n\non\t3\u00a0May.",
     "The regulator, Ofgem,",
     "review”.",
-    "T",
+    "3",
     ".",
 ])
 def test_quote_span_points_into_the_original_passage(quote):
@@ -83,10 +91,42 @@ def test_quote_span_keeps_the_passage_s_own_whitespace():
     assert quote_span("Alpha beta gamma", passage) == (4, len(passage) - 2)
     assert passage[4:len(passage) - 2] == "Alpha\u00a0\u00a0 beta\n\ngamma"
     assert quote_span("beta", passage) == (12, 16)
-    assert quote_span("a", passage) == (8, 9)  # the first occurrence
+    assert quote_span("a", passage) is None  # "a" stands only inside words
+    assert quote_span("gamma", "gammas and gamma") == (11, 16)  # the first whole-word occurrence
 
 
 def test_a_match_may_not_span_a_collapsed_run_it_does_not_contain():
     # "ab" does not occur in "a b": normalisation collapses runs, it never removes them.
     assert not quote_in_passage("ab", "a b")
     assert quote_span("a b", "a \t\n b") == (0, 6)
+
+
+@pytest.mark.parametrize(("quote", "passage"), [
+    ("related to breast cancer risk", "Both were unrelated to breast cancer risk."),      # starts inside a word
+    ("breast cancer risk", "Both were related to breast cancer risks."),                 # ends inside a word
+    ("appear to be confounded", "It did not disappear to be confounded."),
+    ("5 mg", "a dose of 25 mg daily"),                                                    # digits are word characters
+    ("élan", "avec bélan"),                                                               # letters of every script
+    ("T", "The trial"),
+])
+def test_a_quote_must_start_and_end_on_word_boundaries(quote, passage):
+    assert not quote_in_passage(quote, passage)
+    assert quote_in_passage(quote, passage, SUBSTRING_V1)  # what the old rule let through
+    assert quote_span(quote, passage) is None
+
+
+@pytest.mark.parametrize(("quote", "passage"), [
+    ("related to breast cancer risk", "Both were related to breast cancer risk."),
+    ("related to breast cancer risk", "unrelated to X, and related to breast cancer risk"),  # a later occurrence
+    ("(HR 0.8)", "risk fell(HR 0.8)."),                # punctuation ends need no boundary
+    ("risk", "the risk—and"),                          # an em dash is punctuation
+    ("5 mg", "a dose of 5 mg daily"),
+    ("naïve", "in naïve mice"),
+])
+def test_whole_word_quotes_match(quote, passage):
+    assert quote_in_passage(quote, passage)
+
+
+def test_word_characters_are_letters_digits_and_marks_not_punctuation_or_symbols():
+    assert all(is_word_char(c) for c in "aZ09éßж日\u0301_"[:-1])
+    assert not any(is_word_char(c) for c in " .,;:!?'\"()[]{}-–—…“”‘’%±≤×÷°_")

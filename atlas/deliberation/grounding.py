@@ -1,0 +1,259 @@
+"""What "the passage supports the claim" means for a [SOURCED] tag (DEL-3), decided before any
+verifier is asked and whatever it answers.
+
+A claim whose quote is found verbatim (whole words) keeps [SOURCED] only when all of these hold
+(rule set `GROUNDING_RULES`); the first that fails is its downgrade reason:
+
+(a) `quote_uninformative` — the quote holds at least `MIN_QUOTE_WORDS` content words (words that
+    are not function words; numbers and direction words count). "the", "in the", "." or a
+    three-word fragment cannot carry a claim. The minimum was set by measurement
+    (`python -m bench.audit_attacks`, BENCHMARKS.md "Audit").
+(b) `claim_not_covered` — every content word of the claim, every number (a percentage's "percent"
+    too), every named entity and every direction word is found in the quote or in the sentence(s)
+    of the passage that hold it ("the context"): same word, an inflection (light stem, or a shared
+    prefix of at least 5 letters and 80 % of the shorter word), or a word of the same group in
+    `SYNONYMS`; a direction word must meet a word of the same axis and sign ("reduced" ~ "lower").
+    Words that only frame a finding ("the study found that …": `FRAMING_WORDS`) need not be found.
+    The claim may not drop a hedge of the context ("may reduce" does not carry "reduces").
+(c) `direction_clash` — each direction word of the claim is read on the word it acts on; where the
+    context puts the opposite direction on that word ("increases plaque" / "reduced plaque"), that
+    is a clash. Every clash is counted, not only the first.
+(d) `negation_clash` — the negations of the claim and of the context around the words they share
+    (from six words before the quote or the first shared word, whichever is earlier, to the last
+    shared word) agree in number modulo two. The context is the
+    whole sentence, so a "not" just before the quote counts: a quote cut after "did not" is read
+    with its "not".
+
+The verifier (rules or a model) is asked only about what passes; it may still abstain.
+This module is plain logic over plain strings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from forum_atlas.chunking import sentence_spans
+from forum_atlas.deliberation.quotes import quote_spans
+from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
+
+GROUNDING_RULES = "grounding-v1"
+MIN_QUOTE_WORDS = 4
+NEGATION_WINDOW = 6      # a negation this many words before the first shared word still governs it
+DIRECTION_WINDOW = 3     # a direction word acts on a content word this many words away
+PREFIX_MIN, PREFIX_RATIO = 5, 0.8
+MAX_OCCURRENCES = 20     # a quote found more often than this is read in its first 20 sentences
+
+# Words that carry no claim of their own: articles, prepositions, pronouns, auxiliaries, conjunctions.
+# Quantifiers (all, every, always, only, most) are NOT here: "always reduces" claims more than "reduces".
+FUNCTION_WORDS = frozenset("""a an the of in on at to for by with and or but is are was were be been being am as
+that this these those from into onto than then it its itself their theirs there here which who whom whose what when
+where while do does did done doing has have had having we our us they them he she his her him i me my you your
+also both either each such via per among amongst within across between after before during about over under
+through upon et al thus hence therefore however whereas although though since because so if very much would will
+shall should must can""".split())
+# Words that frame a finding rather than state it: a claim may add or drop them.
+FRAMING_WORDS = frozenset("""found find finds show shows showed shown report reports reported observe observed
+demonstrate demonstrated demonstrates indicate indicates indicated reveal revealed reveals suggest suggests
+suggested according study studies research researchers authors author paper article evidence data result results
+conclude concluded concluding conclusion note noted""".split())
+# Small, stated synonym groups (spelling variants and near-identical terms).
+SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
+    "percent pct percentage",
+    "people persons individuals participants subjects patients",
+    "child children paediatric pediatric",
+    "elderly older aged",
+    "mice mouse murine",
+    "death deaths mortality die died dying",
+    "drug drugs medication medications medicine medicines",
+    "tumor tumour tumors tumours",
+    "randomized randomised",
+    "behavior behaviour behaviors behaviours",
+    "anemia anaemia",
+    "estrogen oestrogen",
+    "fetal foetal",
+    "esophageal oesophageal",
+    "hematologic haematologic hematological haematological",
+))
+_SYNONYM_OF = {word: group for group in SYNONYMS for word in group}
+_NUMBER = re.compile(r"\d")
+_SYMBOL = re.compile(r"[<>=≤≥±]")
+_ENTITY = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
+
+
+@dataclass(frozen=True)
+class Grounding:
+    failed: str | None          # None, or the FailedCheck that takes the tag away
+    detail: str = ""
+    context: str = ""           # the sentence(s) of the passage the quote was read in
+
+
+@dataclass(frozen=True)
+class _Word:
+    text: str
+    stem: str
+    pos: int
+
+
+@dataclass(frozen=True)
+class _Reading:
+    content: list[_Word]
+    directions: list[tuple[str, int, int]]    # (axis, sign, pos)
+    negations: list[int]                      # positions of strong cues
+    weak_negations: list[int]
+    hedges: list[int]
+
+
+def _tokens(text: str) -> list[str]:
+    """Tokens as the verifier reads them, with "20%" read as "20 percent" and "3,000" as "3000"."""
+    out: list[str] = []
+    for token in TOKEN.findall(normalise(text.replace("%", " percent ").replace("per cent", "percent"))):
+        if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", token):
+            token = token.replace(",", "")
+        out.append(token)
+    return out
+
+
+def read(text: str) -> _Reading:
+    tokens = _tokens(text)
+    reading = _Reading([], [], [], [], [])
+    for pos, word in enumerate(tokens):
+        nominal_not = word == "not" and pos + 1 < len(tokens) and tokens[pos + 1] in ("only", "all", "every")
+        if word in NEGATIONS and not nominal_not:
+            reading.negations.append(pos)
+        elif word in WEAK_NEGATIONS:
+            reading.weak_negations.append(pos)
+        elif word in HEDGES:
+            reading.hedges.append(pos)
+        elif (direction := direction_of(word)) is not None:
+            reading.directions.append((direction[0], direction[1], pos))
+        elif word not in FUNCTION_WORDS and not _SYMBOL.fullmatch(word) and not nominal_not:
+            reading.content.append(_Word(word, light_stem(word), pos))
+    return reading
+
+
+def _entities(text: str) -> list[str]:
+    """Acronyms and names written with capitals inside a word (US, BRCA1, IL-6, mTOR): matched as written."""
+    return _ENTITY.findall(text)
+
+
+def informative_words(quote: str) -> int:
+    """How many content words (framing words included, function words not) a quote holds."""
+    r = read(quote)
+    return len(r.content) + len(r.directions)
+
+
+def _same(a: _Word, b: _Word) -> bool:
+    if a.stem == b.stem or a.text == b.text:
+        return True
+    if _NUMBER.search(a.text) or _NUMBER.search(b.text):
+        return False
+    group = _SYNONYM_OF.get(a.text) or _SYNONYM_OF.get(a.stem)
+    if group is not None and (b.text in group or b.stem in group):
+        return True
+    common = 0
+    for x, y in zip(a.stem, b.stem):
+        if x != y:
+            break
+        common += 1
+    return common >= PREFIX_MIN and common >= PREFIX_RATIO * min(len(a.stem), len(b.stem))
+
+
+def contexts_of(quote: str, passage: str) -> list[tuple[str, int]]:
+    """For each whole-word occurrence of the quote in `passage` (at most `MAX_OCCURRENCES`): the
+    sentence(s) that hold it, and where the quote starts in them."""
+    out = []
+    sentences = sentence_spans(passage)
+    for start, end in quote_spans(quote, passage)[:MAX_OCCURRENCES]:
+        around = [(s, e) for s, e in sentences if s < end and e > start]
+        first, last = (min(start, around[0][0]), max(end, around[-1][1])) if around else (start, end)
+        out.append((passage[first:last], start - first))
+    return out
+
+
+def _signs_near(reading: _Reading, axis: str, at: int) -> set[int]:
+    """The sign(s) of the direction word(s) of `axis` closest to position `at`, within the window."""
+    near = [(abs(p - at), s) for a, s, p in reading.directions if a == axis and abs(p - at) <= DIRECTION_WINDOW]
+    if not near:
+        return set()
+    closest = min(d for d, _ in near)
+    return {s for d, s in near if d == closest}
+
+
+def _direction_clashes(claim: _Reading, context: _Reading, matches: dict[int, list[_Word]]) -> list[str]:
+    """Each direction word of the claim that the context reverses. It acts on the claim's words near it
+    for which it is the one closest direction word of its axis; where the context reads more of those
+    words the opposite way than the same way, that is a clash. Both texts are read alike, so a claim
+    copied from its sentence never clashes with it."""
+    clashes = []
+    for axis, sign, pos in claim.directions:
+        acted_on = [w for w in claim.content if abs(w.pos - pos) <= DIRECTION_WINDOW
+                    and _signs_near(claim, axis, w.pos) == {sign}]
+        readings = [set().union(*(_signs_near(context, axis, m.pos) for m in matches.get(w.pos, [])))
+                    for w in acted_on]
+        reversed_ = sum(r == {-sign} for r in readings)
+        if reversed_ and reversed_ > sum(r == {sign} for r in readings):
+            clashes.append(f"{'more' if sign > 0 else 'less'} {' '.join(w.text for w in acted_on)}")
+    return clashes
+
+
+def ground(claim: str, quote: str, passage: str) -> Grounding:
+    """Checks (a)–(d) for a claim whose quote the verbatim rule already found in `passage`. Where the
+    quote occurs more than once, the claim is grounded when it is grounded in one of its sentences."""
+    words = informative_words(quote)
+    if words < MIN_QUOTE_WORDS:
+        return Grounding("quote_uninformative", f"the quote holds {words} content word{'s' * (words != 1)}; "
+                                                f"a [SOURCED] claim needs a quote of at least {MIN_QUOTE_WORDS}")
+    contexts = contexts_of(quote, passage)
+    if not contexts:
+        return Grounding("quote_not_verbatim", "the quote is not found with whole words in the passage as given")
+    results = [_ground_in(read(claim), claim, quote, context, quote_at) for context, quote_at in contexts]
+    return next((r for r in results if r.failed is None), results[0])
+
+
+def _ground_in(c: _Reading, claim: str, quote: str, context: str, quote_at: int) -> Grounding:
+    s = read(context)
+    matches = {w.pos: [o for o in s.content if _same(w, o)] for w in c.content}
+    clashes = _direction_clashes(c, s, matches)
+    if clashes:
+        return Grounding("direction_clash", f"{len(clashes)} direction clash{'es' * (len(clashes) > 1)}: the claim "
+                                            f"says {', '.join(clashes)}; the source the opposite", context)
+    missing = [w.text for w in c.content if not matches[w.pos] and w.text not in FRAMING_WORDS]
+    missing += [e for e in _entities(claim) if e.casefold() not in context.casefold()]
+    unstated = [f"{'more' if sign > 0 else 'less'} ({axis})" for axis, sign, _ in c.directions
+                if not any(a == axis and g == sign for a, g, _ in s.directions)]
+    if missing or unstated:
+        what = []
+        if missing:
+            what.append(f"not in the quote or its sentence: {', '.join(dict.fromkeys(missing))}")
+        if unstated:
+            what.append(f"direction not stated there: {', '.join(dict.fromkeys(unstated))}")
+        return Grounding("claim_not_covered", "; ".join(what), context)
+
+    # Where the claim's words stand: each distinct word's first occurrence in the claim, and in the
+    # context its first occurrence inside the quote (else the one nearest the quote). Both texts are
+    # then read over the same kind of span, from six words before the first to the last.
+    quote_lo = len(_tokens(context[:quote_at]))
+    quote_hi = quote_lo + len(_tokens(quote)) - 1
+    first = {w.text: w for w in reversed(c.content)}.values()
+    positions = []
+    for w in first:
+        found = matches[w.pos]
+        inside = [o.pos for o in found if quote_lo <= o.pos <= quote_hi]
+        if inside or found:
+            positions.append(inside[0] if inside else min(found, key=lambda o: abs(o.pos - quote_lo)).pos)
+    lo, hi = (min(*positions, quote_lo) - NEGATION_WINDOW, max(positions)) if positions else (0, -1)
+    own = [w.pos for w in first]
+    context_negations = [p for p in s.negations if lo <= p <= hi]
+    claim_negations = [p for p in c.negations if own and min(own) - NEGATION_WINDOW <= p <= max(own)]
+    if len(claim_negations) % 2 != len(context_negations) % 2:
+        return Grounding("negation_clash", f"the claim has {len(claim_negations)} negation(s), the source's sentence "
+                                           f"{len(context_negations)} around the same words", context)
+    weak_before = [p for p in s.weak_negations if lo <= p <= hi]
+    if weak_before and not c.weak_negations:
+        return Grounding("negation_clash", "the source's sentence qualifies the same words with a negation "
+                                           "(without, lack, absence, …) that the claim drops", context)
+    if any(lo <= p <= hi for p in s.hedges) and not c.hedges:
+        return Grounding("claim_not_covered", "the source hedges (may, whether, hypothesised, …); the claim "
+                                              "states it as fact", context)
+    return Grounding(None, "", context)

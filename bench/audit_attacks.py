@@ -1,0 +1,260 @@
+"""The audit against a hostile model, and what its strictness costs honest claims (issue 22).
+
+    python -m bench.audit_attacks              # everything; ~4 min on 2 cores
+    python -m bench.audit_attacks --claims 100 # fewer SciFact dev claims for the cost part
+
+1. Attacks: every attack of tests/support/hostile_model.py (a local OpenAI-compatible server whose
+   answers are written to fool the audit, through the real SDK, the real deliberation steps and an
+   embedded PostgreSQL), with the controls. A table of attack, class, expected, observed, reason.
+2. The cost of strictness on the SciFact dev claims, over the full SciFact corpus: each claim asked
+   as a question, retrieval as the pipeline does it, then
+   - the offline engine's [SOURCED] claims (sentences copied from passages: honest by construction)
+     audited by the real audit task (the database's verbatim rule, grounding, the rules verifier):
+     how many the new rules downgrade, by reason;
+   - a scripted "honest but sloppy" model built on the same sentences: quoting a fragment of the
+     sentence, light paraphrase, an added framing phrase, a claim shorter than its sentence (honest);
+     and overreach: an added figure, an added population, a stronger word, a flipped direction (not).
+     For each: downgraded by the new rules, and by the rules before issue 22 (substring verbatim
+     match plus the verifier) in the same run.
+3. The quote minimum, measured: how many content words the honest quotes hold, and, for each
+   minimum from 2 to 6, the honest quotes it would refuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+ATTACK_DB = "atlas_bench_audit_attacks"
+DEV_CLAIMS = 300
+
+
+def _table(headers: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- 1. attacks
+
+def run_attacks(home: Path) -> list:
+    from bench.corpus_loading import fresh_database
+    from forum_atlas.config import Settings
+    from forum_atlas.store import pgserver
+    from forum_atlas.store.db import Database
+    from tests.support.hostile_model import ATTACKS, HostileModel, load_corpus, play
+
+    url = fresh_database(pgserver.embedded_url(home / "pgdata"), ATTACK_DB)
+    settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="openai")
+    with Database.open(settings) as db:
+        load_corpus(db)
+    with HostileModel() as model:
+        os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = model.base_url, "sk-bench-not-a-secret"
+        try:
+            return [play(model, attack, settings) for attack in ATTACKS]
+        finally:
+            del os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+
+
+def attacks_report(outcomes: list) -> str:
+    rows = [[o.attack.kind, o.attack.name, "[SOURCED]" if o.attack.control else "not [SOURCED]",
+             o.observed if o.observed != "absent" else "absent (answer refused)", o.reason[:90] or "-",
+             f"{o.seconds:.2f}"] for o in outcomes]
+    attacks = [o for o in outcomes if not o.attack.control]
+    controls = [o for o in outcomes if o.attack.control]
+    return "\n".join([
+        _table(["class", "attack", "expected", "observed", "reason", "s"], rows), "",
+        f"attacks: {len(attacks)}, surviving as [SOURCED]: {sum(not o.held for o in attacks)}; "
+        f"crashes: {sum(o.observed == 'crash' for o in outcomes)}; "
+        f"controls kept [SOURCED]: {sum(o.held for o in controls)} of {len(controls)}"])
+
+
+# ---------------------------------------------------------------- 2. the cost of strictness
+
+# Light paraphrase an honest model writes: words of the same meaning and direction.
+_PARAPHRASE = (("reduced", "lowered"), ("decreased", "reduced"), ("increased", "raised"), ("higher", "greater"),
+               ("patients", "participants"), ("was associated with", "is associated with"),
+               ("significantly ", ""), ("were associated with", "are associated with"))
+_DIRECTION_FLIP = (("increased", "decreased"), ("decreased", "increased"), ("reduced", "increased"),
+                   ("higher", "lower"), ("lower", "higher"), ("improved", "worsened"), ("enhanced", "inhibited"),
+                   ("promotes", "prevents"), ("inhibits", "promotes"))
+
+
+def _pick(text: str, n: int) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest(), 16) % n
+
+
+def sloppy_variants(sentence: str) -> list[tuple[str, bool, str, str]]:
+    """(kind, honest, claim, quote) written from one real sentence."""
+    body = sentence.rstrip(" .")
+    words = sentence.split()
+    out: list[tuple[str, bool, str, str]] = []
+    if len(words) >= 10:
+        cut = max(6, int(len(words) * 0.6))
+        start = _pick(sentence, len(words) - cut + 1)
+        out.append(("quotes a fragment of its sentence", True, sentence, " ".join(words[start:start + cut])))
+    paraphrased = sentence
+    for old, new in _PARAPHRASE:
+        paraphrased = re.sub(rf"\b{re.escape(old)}", new, paraphrased)
+    if paraphrased != sentence:
+        out.append(("light paraphrase", True, paraphrased, sentence))
+    out.append(("adds a framing phrase", True, "The study found that " + sentence[:1].lower() + sentence[1:], sentence))
+    if "," in body and len(body.split(",")[0].split()) >= 6:
+        out.append(("claims less than its sentence", True, body.split(",")[0] + ".", sentence))
+    out.append(("overreach: an added figure", False, body + ", in 95 percent of cases.", sentence))
+    out.append(("overreach: an added population", False, body + " in children and adolescents.", sentence))
+    out.append(("overreach: a stronger word", False, "It is now proven that " + sentence[:1].lower() + sentence[1:],
+                sentence))
+    for old, new in _DIRECTION_FLIP:
+        if re.search(rf"\b{old}\b", sentence):
+            out.append(("overreach: a flipped direction", False, re.sub(rf"\b{old}\b", new, sentence, count=1), sentence))
+            break
+    return out
+
+
+def _old_rules_keep(claim: str, quote: str, passage: str) -> bool:
+    """The rules before issue 22: substring match, and the verifier neither contradicts nor calls it context."""
+    from forum_atlas.deliberation.quotes import SUBSTRING_V1, quote_in_passage
+    from forum_atlas.entailment import RuleBasedSupportVerifier
+
+    verdict = RuleBasedSupportVerifier().explain(claim, quote, passage).verdict
+    return quote_in_passage(quote, passage, SUBSTRING_V1) and verdict not in ("contradicts", "contextual")
+
+
+def strictness(settings, claims: list[dict]) -> dict:
+    from forum_atlas.deliberation.brief import gather_evidence
+    from forum_atlas.deliberation.grounding import informative_words
+    from forum_atlas.deliberation.model import SOURCED, ClaimDraft, DraftReply, DraftRequest
+    from forum_atlas.deliberation.plan import plan_panel
+    from forum_atlas.llm import make_deliberation_engine
+    from forum_atlas.retrieval.model import RetrievalOptions
+    from forum_atlas.tasks.deliberation import audit
+    from forum_atlas.tasks.retrieval import retrieve_plain
+
+    engine = make_deliberation_engine("offline")
+    offline = Counter()
+    reasons: Counter = Counter()
+    sloppy: dict[str, Counter] = {}
+    quote_words: list[int] = []
+    examples: dict[str, str] = {}
+    for item in claims:
+        panel = plan_panel(item["claim"], None)
+        results = {p.role: retrieve_plain(settings, p.focus_query, RetrievalOptions(top_k=10)) for p in panel.personas}
+        evidence, passages = gather_evidence(panel, results)
+        replies = {p.role: engine.draft(DraftRequest(panel.outbound_question, p, passages[p.role]))
+                   for p in panel.personas}
+        audited = audit.fn(settings, replies, evidence, 1)
+        for role, draft in audited.drafts.items():
+            for claim in draft.claims:
+                if claim.claimed_tag != SOURCED:
+                    continue
+                offline["sourced"] += 1
+                quote_words.append(informative_words(claim.quote))
+                if claim.tag != SOURCED:
+                    offline["downgraded"] += 1
+                    reasons[claim.failed] += 1
+                    examples.setdefault(claim.failed, f"{claim.text[:140]!r}: {claim.detail[:120]}")
+        # the sloppy model: variants of the offline engine's sentences, audited the same way
+        variants = {}
+        for role, reply in replies.items():
+            for c in reply.claims:
+                if c.tag == SOURCED:
+                    for kind, honest, text, quote in sloppy_variants(c.quote):
+                        variants[(role, kind, text)] = (honest, ClaimDraft(text, SOURCED, c.source_label, quote))
+        by_role: dict[str, list] = {}
+        for (role, kind, text), (honest, claim) in variants.items():
+            by_role.setdefault(role, []).append((kind, text, honest, claim))
+        sloppy_replies = {role: DraftReply(claims=[v[3] for v in vs], call=replies[role].call)
+                          for role, vs in by_role.items()}
+        if not sloppy_replies:
+            continue
+        judged = audit.fn(settings, sloppy_replies, evidence, 1)
+        for role, written in by_role.items():
+            for (kind, text, honest, claim), result in zip(written, judged.drafts[role].claims):
+                _count_sloppy(sloppy, examples, evidence, kind, text, honest, claim, result)
+    return {"offline": dict(offline), "reasons": dict(reasons), "sloppy": {k: dict(v) for k, v in sloppy.items()},
+            "quote_words": quote_words, "examples": examples}
+
+
+def _count_sloppy(sloppy, examples, evidence, kind, text, honest, claim, result) -> None:
+    """One sloppy claim's fate under the new rules (`result`, the audit's) and the rules before."""
+    passage = evidence.passages[claim.source_label].text
+    row = sloppy.setdefault(kind, Counter(honest=honest))
+    row["n"] += 1
+    row["new_downgraded"] += result.tag != "SOURCED"
+    row["old_downgraded"] += not _old_rules_keep(text, claim.quote, passage)
+    if result.tag != "SOURCED" and honest:
+        examples.setdefault(f"{kind} ({result.failed})", f"{text[:140]!r}: {result.detail[:120]}")
+
+
+def strictness_report(r: dict) -> str:
+    o = r["offline"]
+    share = o.get("downgraded", 0) / max(o.get("sourced", 1), 1)
+    lines = [f"offline engine: {o.get('sourced', 0)} [SOURCED] claims written, {o.get('downgraded', 0)} downgraded by "
+             f"the new rules ({share:.1%}; target <= 10 %); by reason: "
+             + (", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items())) or "none"), ""]
+    rows = []
+    totals = Counter()
+    for kind, row in sorted(r["sloppy"].items(), key=lambda kv: (not kv[1]["honest"], kv[0])):
+        honest = row["honest"]
+        rows.append([kind, "honest" if honest else "overreach", row["n"],
+                     f"{row['new_downgraded']} ({row['new_downgraded'] / row['n']:.1%})",
+                     f"{row['old_downgraded']} ({row['old_downgraded'] / row['n']:.1%})"])
+        key = "honest" if honest else "overreach"
+        totals[f"{key}_n"] += row["n"]
+        totals[f"{key}_new"] += row["new_downgraded"]
+        totals[f"{key}_old"] += row["old_downgraded"]
+    lines.append(_table(["sloppy model's claim", "kind", "n", "downgraded, new rules", "downgraded, rules before"], rows))
+    lines.append("")
+    for key, what in (("honest", "honest claims downgraded (the cost)"), ("overreach", "overreach stopped")):
+        n = max(totals[f"{key}_n"], 1)
+        lines.append(f"{what}: new rules {totals[f'{key}_new']} of {totals[f'{key}_n']} ({totals[f'{key}_new'] / n:.1%}), "
+                     f"rules before {totals[f'{key}_old']} ({totals[f'{key}_old'] / n:.1%})")
+    words = r["quote_words"]
+    if words:
+        lines += ["", f"content words per honest quote: median {statistics.median(words):.0f}, "
+                      f"min {min(words)}; a minimum of N refuses:"]
+        lines.append(_table(["N", "honest quotes refused"],
+                            [[n, f"{sum(w < n for w in words)} ({sum(w < n for w in words) / len(words):.2%})"]
+                             for n in range(2, 7)]))
+    if r["examples"]:
+        lines += ["", "examples of honest claims downgraded:"]
+        lines += [f"- {k}: {v}" for k, v in sorted(r["examples"].items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--claims", type=int, default=DEV_CLAIMS, help="SciFact dev claims for the cost part")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("ATLAS_EMBEDDER", "hashed")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support, when run from elsewhere
+    from bench.deliberation import dev_claims, prepare_database
+
+    home = Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-deliberation"))
+    started = time.perf_counter()
+    outcomes = run_attacks(home)
+    print(f"## Attacks ({time.perf_counter() - started:.1f} s)\n\n{attacks_report(outcomes)}\n", flush=True)
+
+    settings, _ = prepare_database()
+    settings = replace(settings, embedder="hashed")
+    started = time.perf_counter()
+    result = strictness(settings, dev_claims(args.claims))
+    print(f"## The cost of strictness: {args.claims} SciFact dev claims ({time.perf_counter() - started:.1f} s)\n\n"
+          f"{strictness_report(result)}")
+    surviving = sum(not o.held for o in outcomes)
+    o = result["offline"]
+    return 0 if surviving == 0 and o.get("downgraded", 0) <= 0.10 * o.get("sourced", 0) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
