@@ -28,7 +28,6 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import replace
@@ -73,9 +72,9 @@ def attacks_report(outcomes: list) -> str:
     controls = [o for o in outcomes if o.attack.control]
     return "\n".join([
         _table(["class", "attack", "expected", "observed", "reason", "s"], rows), "",
-        f"attacks: {len(attacks)}, surviving as [SOURCED]: {sum(not o.held for o in attacks)}; "
-        f"crashes: {sum(o.observed == 'crash' for o in outcomes)}; "
-        f"controls kept [SOURCED]: {sum(o.held for o in controls)} of {len(controls)}"])
+        (f"attacks: {len(attacks)}, surviving as [SOURCED]: {sum(not o.held for o in attacks)}; "
+         f"crashes: {sum(o.observed == 'crash' for o in outcomes)}; "
+         f"controls kept [SOURCED]: {sum(o.held for o in controls)} of {len(controls)}")])
 
 
 # ---------------------------------------------------------------- 2. the cost of strictness
@@ -221,8 +220,8 @@ def strictness_report(r: dict) -> str:
                      f"rules before {totals[f'{key}_old']} ({totals[f'{key}_old'] / n:.1%})")
     words = r["quote_words"]
     if words:
-        lines += ["", f"content words per honest quote: median {statistics.median(words):.0f}, "
-                      f"min {min(words)}; a minimum of N refuses:"]
+        lines += ["", (f"content words per honest quote: median {statistics.median(words):.0f}, "
+                       f"min {min(words)}; a minimum of N refuses:")]
         lines.append(_table(["N", "honest quotes refused"],
                             [[n, f"{sum(w < n for w in words)} ({sum(w < n for w in words) / len(words):.2%})"]
                              for n in range(2, 7)]))

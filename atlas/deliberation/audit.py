@@ -186,8 +186,8 @@ def _check(draft: ClaimDraft, passage: Passage | None, failed: FailedCheck | Non
         if _said(draft.text) in basis.downgraded:
             return "not_in_findings", "the audit downgraded this claim in its round; the synthesis cannot restore it", None
         if (passage.chunk_id, draft.quote) not in basis.citations:
-            return ("not_in_findings", "the synthesis may cite only a finding that survived the audit, with that "
-                                       "finding's own quote", None)
+            return ("not_in_findings",
+                    "the synthesis may cite only a finding that survived the audit, with that finding's own quote", None)
     grounding = ground(draft.text, draft.quote, passage.text)
     if grounding.failed is not None:
         return grounding.failed, grounding.detail, None  # type: ignore[return-value]

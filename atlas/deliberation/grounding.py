@@ -9,8 +9,8 @@ A claim whose quote is found verbatim (whole words) keeps [SOURCED] only when al
     three-word fragment cannot carry a claim. The minimum was set by measurement
     (`python -m bench.audit_attacks`, BENCHMARKS.md "Audit").
 (b) `claim_not_covered` — every content word of the claim, every number (a percentage's "percent"
-    too), every named entity and every direction word is found in the quote or in the sentence(s)
-    of the passage that hold it ("the context"): same word, an inflection (light stem, or a shared
+    too), every named entity and every direction word is found in one sentence of the passage that
+    the quote touches ("the context"): same word, an inflection (light stem, or a shared
     prefix of at least 5 letters and 80 % of the shorter word), or a word of the same group in
     `SYNONYMS`; a direction word must meet a word of the same axis and sign ("reduced" ~ "lower").
     Words that only frame a finding ("the study found that …": `FRAMING_WORDS`) need not be found.
@@ -20,7 +20,11 @@ A claim whose quote is found verbatim (whole words) keeps [SOURCED] only when al
     is a clash. Every clash is counted, not only the first.
 (d) `negation_clash` — the negations of the claim and of the context around the words they share
     (from six words before the quote or the first shared word, whichever is earlier, to the last
-    shared word) agree in number modulo two. The context is the
+    shared word) agree in number modulo two.
+
+A claim is read against one sentence at a time: a quote spanning sentences grounds a claim only if
+one of its sentences carries all of it. Where the quote occurs more than once, any occurrence's
+sentence may. The context is the
     whole sentence, so a "not" just before the quote counts: a quote cut after "did not" is read
     with its "not".
 
@@ -85,7 +89,7 @@ _ENTITY = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:-[A-Za-z0
 class Grounding:
     failed: str | None          # None, or the FailedCheck that takes the tag away
     detail: str = ""
-    context: str = ""           # the sentence(s) of the passage the quote was read in
+    context: str = ""           # the sentence of the passage the claim was read against
 
 
 @dataclass(frozen=True)
@@ -160,14 +164,14 @@ def _same(a: _Word, b: _Word) -> bool:
 
 
 def contexts_of(quote: str, passage: str) -> list[tuple[str, int]]:
-    """For each whole-word occurrence of the quote in `passage` (at most `MAX_OCCURRENCES`): the
-    sentence(s) that hold it, and where the quote starts in them."""
+    """For each whole-word occurrence of the quote in `passage` (at most `MAX_OCCURRENCES`), each
+    sentence it touches, and where the quote starts in that sentence (0 when it starts before it).
+    A claim must be carried by one sentence: words gathered from several sentences do not make one."""
     out = []
     sentences = sentence_spans(passage)
     for start, end in quote_spans(quote, passage)[:MAX_OCCURRENCES]:
-        around = [(s, e) for s, e in sentences if s < end and e > start]
-        first, last = (min(start, around[0][0]), max(end, around[-1][1])) if around else (start, end)
-        out.append((passage[first:last], start - first))
+        touched = [(s, e) for s, e in sentences if s < end and e > start] or [(start, end)]
+        out += [(passage[s:e], max(start - s, 0)) for s, e in touched]
     return out
 
 

@@ -16,7 +16,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from tests.support.corpus import ingest, record
 from tests.support.wire import Received, Reply, WireServer
@@ -157,6 +157,12 @@ ATTACKS: tuple[Attack, ...] = (
     Attack("1 MB claim", "crash", (_sourced("Vitamin D " * 104_858, "hip fractures", D_SENTENCE),)),
     Attack("control characters in a claim", "crash",
            (_sourced(D_SENTENCE.replace("hip", "hip\x1b[31m\x07"), "hip fractures", D_SENTENCE),)),
+    Attack("every crash input in one answer", "crash",
+           (_sourced(D_SENTENCE, "hip fractures", D_SENTENCE),
+            _sourced(D_SENTENCE.replace("hip", "hip\x00"), "hip fractures", D_SENTENCE),
+            _sourced(D_SENTENCE, "hip fractures", D_SENTENCE.replace("hip", "hip\ud800")),
+            Claim("Vitamin D " * 104_858, "INFERRED"),
+            _sourced("Vitamin D " * 104_858, "hip fractures", D_SENTENCE))),
     # 9. display spoof
     Attack("[INFERRED] claim dressed as [SOURCED] S1", "display spoof", (Claim(SPOOF, "INFERRED"),)),
     Attack("[SOURCED] claim whose text carries a tag", "display spoof",
@@ -217,7 +223,7 @@ class HostileModel:
     attack: Attack | None = None
     server: WireServer = field(default_factory=WireServer)
 
-    def __enter__(self) -> HostileModel:
+    def __enter__(self) -> Self:
         self.server.__enter__()
         self.server.always(CHAT, self.answer)
         return self
@@ -231,6 +237,9 @@ class HostileModel:
 
     def answer(self, received: Received) -> Reply:
         system, user = (m["content"] for m in received.body["messages"])
+        if "You check citations" in system:  # asked to verify: it approves everything, its own claims first
+            items = json.loads(user)["items"]
+            return Reply(200, completion({"verdicts": [{"i": item["i"], "verdict": "supports"} for item in items]}))
         labels = _labels(user)
         attack = self.attack
         assert attack is not None, "set HostileModel.attack before a deliberation"
