@@ -14,7 +14,8 @@ A claim whose quote is found verbatim (whole words) keeps [SOURCED] only when al
     prefix of at least 5 letters and 80 % of the shorter word), or a word of the same group in
     `SYNONYMS`; a direction word must meet a word of the same axis and sign ("reduced" ~ "lower").
     Words that only frame a finding ("the study found that …": `FRAMING_WORDS`) need not be found.
-    The claim may not drop a hedge of the context ("may reduce" does not carry "reduces").
+    The claim may not drop a hedge of the context ("may reduce", "probably reduces" do not carry
+    "reduces"), nor the model or setting it is limited to (`SCOPE_WORDS`: "in mice", "in vitro").
 (c) `direction_clash` — each direction word of the claim is read on the word it acts on; where the
     context puts the opposite direction on that word ("increases plaque" / "reduced plaque"), that
     is a clash. Every clash is counted, not only the first.
@@ -39,6 +40,8 @@ from dataclasses import dataclass
 
 from forum_atlas.chunking import sentence_spans
 from forum_atlas.deliberation.quotes import quote_spans
+from functools import lru_cache
+
 from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
 
 GROUNDING_RULES = "grounding-v1"
@@ -80,6 +83,14 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group 
     "hematologic haematologic hematological haematological",
 ))
 _SYNONYM_OF = {word: group for group in SYNONYMS for word in group}
+# Besides the verifier's cues: words that negate ("unlikely to cause") or hedge ("probably", "if") a statement.
+NEGATION_CUES = NEGATIONS | frozenset("unlikely hardly scarcely barely refute refuted refutes disproved".split())
+HEDGE_CUES = HEDGES | frozenset("""likely probably presumably putatively suggestive tentative tentatively preliminary
+if unless would""".split())
+# Words that limit a finding to a model or a setting: where the sentence has one, the claim must carry it
+# ("reduced tumour growth in mice" does not carry "reduced tumour growth").
+SCOPE_WORDS = frozenset("""mice mouse murine rat rats rodent rodents animal animals vitro vivo zebrafish yeast
+drosophila primate primates porcine bovine canine pilot simulated simulation hypothetical""".split())
 _NUMBER = re.compile(r"\d")
 _SYMBOL = re.compile(r"[<>=≤≥±]")
 _ENTITY = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
@@ -123,11 +134,11 @@ def read(text: str) -> _Reading:
     reading = _Reading([], [], [], [], [])
     for pos, word in enumerate(tokens):
         nominal_not = word == "not" and pos + 1 < len(tokens) and tokens[pos + 1] in ("only", "all", "every")
-        if word in NEGATIONS and not nominal_not:
+        if word in NEGATION_CUES and not nominal_not:
             reading.negations.append(pos)
         elif word in WEAK_NEGATIONS:
             reading.weak_negations.append(pos)
-        elif word in HEDGES:
+        elif word in HEDGE_CUES:
             reading.hedges.append(pos)
         elif (direction := direction_of(word)) is not None:
             reading.directions.append((direction[0], direction[1], pos))
@@ -148,19 +159,27 @@ def informative_words(quote: str) -> int:
 
 
 def _same(a: _Word, b: _Word) -> bool:
-    if a.stem == b.stem or a.text == b.text:
+    return _same_words(a.text, a.stem, b.text, b.stem)
+
+
+@lru_cache(maxsize=65536)
+def _same_words(a_text: str, a_stem: str, b_text: str, b_stem: str) -> bool:
+    """Same word: the stem, a stated synonym, or a long shared prefix (numbers only when equal)."""
+    if a_stem == b_stem or a_text == b_text:
         return True
-    if _NUMBER.search(a.text) or _NUMBER.search(b.text):
+    if _NUMBER.search(a_text) or _NUMBER.search(b_text):
         return False
-    group = _SYNONYM_OF.get(a.text) or _SYNONYM_OF.get(a.stem)
-    if group is not None and (b.text in group or b.stem in group):
+    if a_stem.rstrip("e") == b_stem.rstrip("e"):   # "cause" ~ "causes" (stem "caus")
+        return True
+    group = _SYNONYM_OF.get(a_text) or _SYNONYM_OF.get(a_stem)
+    if group is not None and (b_text in group or b_stem in group):
         return True
     common = 0
-    for x, y in zip(a.stem, b.stem):
+    for x, y in zip(a_stem, b_stem):
         if x != y:
             break
         common += 1
-    return common >= PREFIX_MIN and common >= PREFIX_RATIO * min(len(a.stem), len(b.stem))
+    return common >= PREFIX_MIN and common >= PREFIX_RATIO * min(len(a_stem), len(b_stem))
 
 
 def contexts_of(quote: str, passage: str) -> list[tuple[str, int]]:
@@ -258,6 +277,11 @@ def _ground_in(c: _Reading, claim: str, quote: str, context: str, quote_at: int)
         return Grounding("negation_clash", "the source's sentence qualifies the same words with a negation "
                                            "(without, lack, absence, …) that the claim drops", context)
     if any(lo <= p <= hi for p in s.hedges) and not c.hedges:
-        return Grounding("claim_not_covered", "the source hedges (may, whether, hypothesised, …); the claim "
+        return Grounding("claim_not_covered", "the source hedges (may, whether, probably, if, …); the claim "
                                               "states it as fact", context)
+    claim_words = {w.text for w in c.content}
+    dropped_scope = sorted({w.text for w in s.content if w.text in SCOPE_WORDS} - claim_words)
+    if dropped_scope and not (claim_words & SCOPE_WORDS):
+        return Grounding("claim_not_covered", f"the source limits it ({', '.join(dropped_scope)}); the claim "
+                                              "does not", context)
     return Grounding(None, "", context)

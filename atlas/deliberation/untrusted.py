@@ -79,9 +79,13 @@ def clean_claim(text: str) -> CleanText:
     if kinds:
         problems.append(f"removed {', '.join(kinds)}")
         text = _without_unsafe(text)
-    untagged = _PILL_PREFIX.sub("", _TAG_WORD.sub("", text))
-    if untagged != text:
+    # look-alike brackets and letters (fullwidth "［SOURCED］") are read as what they look like
+    folded = unicodedata.normalize("NFKC", text)
+    untagged = _PILL_PREFIX.sub("", _TAG_WORD.sub("", folded))
+    if untagged != folded:
         problems.append("removed tag-like text")
+    else:
+        untagged = text
     text = _LABEL_MARK.sub("", untagged)
     text = " ".join(text.split())
     return CleanText(text or "(empty claim)", tuple(problems))

@@ -15,6 +15,8 @@ PASSAGE = ("Vitamin D supplementation reduced hip fractures by 20 percent in adu
            "The association did not appear to be confounded by age or sex in this cohort. "
            "Exercise lowered blood pressure and raised HDL cholesterol in the same cohort. "
            "Smoking may promote plaque growth in the coronary arteries of BRCA1 carriers.")
+MODELS = ("Drug X reduced tumour growth in mice. Drug Y is unlikely to cause liver damage in adults. "
+          "Statin therapy probably lowers stroke risk.")
 TRIAL = "Vitamin D supplementation reduced hip fractures by 20 percent in adults over 65."
 
 
@@ -31,7 +33,7 @@ def test_grounded_claims_keep_the_tag(claim, quote):
     assert ground(claim, quote, PASSAGE).failed is None
 
 
-@pytest.mark.parametrize(("claim", "quote", "failed", "words"), [
+REFUSED = [
     # (a) a quote too small to carry a claim
     ("Vitamin D prevents every fracture.", "in adults", "quote_uninformative", ""),
     ("Vitamin D prevents every fracture.", ".", "quote_uninformative", ""),
@@ -47,6 +49,9 @@ def test_grounded_claims_keep_the_tag(claim, quote):
      "claim_not_covered", "hedges"),
     ("Smoking protects coronary arteries against plaque build-up.", "Smoking may promote plaque growth in the coronary",
      "claim_not_covered", "against"),
+    ("Drug X reduced tumour growth.", "Drug X reduced tumour growth", MODELS, "claim_not_covered", "mice"),
+    ("Statin therapy lowers stroke risk.", "Statin therapy probably lowers stroke risk", MODELS,
+     "claim_not_covered", "hedges"),
     # (c) reversed directions, every one counted
     ("Vitamin D supplementation increased hip fractures by 20 percent in adults over 65.", TRIAL,
      "direction_clash", "1 direction clash"),
@@ -56,10 +61,21 @@ def test_grounded_claims_keep_the_tag(claim, quote):
     ("The association appeared to be confounded by age or sex.", "appear to be confounded by age or sex in this",
      "negation_clash", "1 around"),
     ("Vitamin D supplementation did not reduce hip fractures in adults over 65.", TRIAL, "negation_clash", ""),
-])
-def test_each_check_names_what_failed(claim, quote, failed, words):
-    result = ground(claim, quote, PASSAGE)
+    ("Drug Y causes liver damage in adults.", "cause liver damage in adults.", MODELS, "negation_clash", ""),
+]
+
+
+@pytest.mark.parametrize(("claim", "quote", "passage", "failed", "words"),
+                         [case if len(case) == 5 else (*case[:2], PASSAGE, *case[2:]) for case in REFUSED])
+def test_each_check_names_what_failed(claim, quote, passage, failed, words):
+    result = ground(claim, quote, passage)
     assert result.failed == failed and words in result.detail
+
+
+def test_inflections_and_look_alike_negations():
+    quote = "unlikely to cause liver damage in adults"
+    assert ground("Drug Y is unlikely to cause liver damage in adults.", quote, MODELS).failed is None
+    assert ground("Drug Y is unlikely to causes liver damage in adults.", quote, MODELS).failed is None
 
 
 def test_the_minimum_quote_is_counted_in_content_words():
@@ -79,10 +95,10 @@ def test_a_quote_found_twice_is_read_in_each_of_its_sentences():
 
 
 def test_a_claim_copied_from_its_sentence_is_never_refused(shared_data):
-    """Every sentence of 150 SciFact abstracts (with enough content words), cited for itself."""
+    """Every sentence of 100 SciFact abstracts (with enough content words), cited for itself."""
     refused = []
     with (shared_data / "scifact" / "beir" / "corpus.jsonl").open(encoding="utf-8") as handle:
-        for line, _ in zip(handle, range(150)):
+        for line, _ in zip(handle, range(100)):
             text = json.loads(line)["text"]
             for start, end in sentence_spans(text):
                 sentence = text[start:end]
