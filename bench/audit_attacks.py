@@ -193,6 +193,8 @@ def _count_sloppy(sloppy, examples, evidence, kind, text, honest, claim, result)
     row["old_downgraded"] += not _old_rules_keep(text, claim.quote, passage)
     if result.tag != "SOURCED" and honest:
         examples.setdefault(f"{kind} ({result.failed})", f"{text[:140]!r}: {result.detail[:120]}")
+    elif result.tag == "SOURCED" and not honest:
+        examples.setdefault(f"{kind}, kept [SOURCED] #{row['n']}", f"claim {text[:200]!r}; quote {claim.quote[:200]!r}")
 
 
 def strictness_report(r: dict) -> str:
@@ -226,7 +228,7 @@ def strictness_report(r: dict) -> str:
                             [[n, f"{sum(w < n for w in words)} ({sum(w < n for w in words) / len(words):.2%})"]
                              for n in range(2, 7)]))
     if r["examples"]:
-        lines += ["", "examples of honest claims downgraded:"]
+        lines += ["", "examples of honest claims downgraded, and of overreach that kept the tag:"]
         lines += [f"- {k}: {v}" for k, v in sorted(r["examples"].items())]
     return "\n".join(lines)
 

@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from forum_atlas.chunking import sentence_spans
 from forum_atlas.deliberation.quotes import quote_spans
-from functools import lru_cache
-
 from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
 
 GROUNDING_RULES = "grounding-v1"
@@ -194,26 +193,22 @@ def contexts_of(quote: str, passage: str) -> list[tuple[str, int]]:
     return out
 
 
-def _signs_near(reading: _Reading, axis: str, at: int) -> set[int]:
-    """The sign(s) of the direction word(s) of `axis` closest to position `at`, within the window."""
-    near = [(abs(p - at), s) for a, s, p in reading.directions if a == axis and abs(p - at) <= DIRECTION_WINDOW]
-    if not near:
-        return set()
-    closest = min(d for d, _ in near)
-    return {s for d, s in near if d == closest}
+def _closest(reading: _Reading, axis: str, at: int) -> list[tuple[int, int]]:
+    """(position, sign) of the direction word(s) of `axis` closest to position `at`, within the window."""
+    near = [(abs(p - at), p, s) for a, s, p in reading.directions if a == axis and abs(p - at) <= DIRECTION_WINDOW]
+    closest = min((d for d, _, _ in near), default=None)
+    return [(p, s) for d, p, s in near if d == closest]
 
 
 def _direction_clashes(claim: _Reading, context: _Reading, matches: dict[int, list[_Word]]) -> list[str]:
     """Each direction word of the claim that the context reverses. It acts on the claim's words near it
-    for which it is the one closest direction word of its axis; where the context reads more of those
-    words the opposite way than the same way, that is a clash. Both texts are read alike, so a claim
-    copied from its sentence never clashes with it."""
+    whose closest direction word of its axis it is; where the context reads more of those words the
+    opposite way than the same way, that is a clash. Both texts are read alike, so a claim copied from
+    its sentence never clashes with it."""
     clashes = []
     for axis, sign, pos in claim.directions:
-        acted_on = [w for w in claim.content if abs(w.pos - pos) <= DIRECTION_WINDOW
-                    and _signs_near(claim, axis, w.pos) == {sign}]
-        readings = [set().union(*(_signs_near(context, axis, m.pos) for m in matches.get(w.pos, [])))
-                    for w in acted_on]
+        acted_on = [w for w in claim.content if (pos, sign) in _closest(claim, axis, w.pos)]
+        readings = [{s for m in matches.get(w.pos, []) for _, s in _closest(context, axis, m.pos)} for w in acted_on]
         reversed_ = sum(r == {-sign} for r in readings)
         if reversed_ and reversed_ > sum(r == {sign} for r in readings):
             clashes.append(f"{'more' if sign > 0 else 'less'} {' '.join(w.text for w in acted_on)}")
