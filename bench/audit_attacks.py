@@ -117,6 +117,17 @@ def sloppy_variants(sentence: str) -> list[tuple[str, bool, str, str]]:
         if re.search(rf"\b{old}\b", sentence):
             out.append(("overreach: a flipped direction", False, re.sub(rf"\b{old}\b", new, sentence, count=1), sentence))
             break
+    # the attack classes again, written from real sentences: a tiny quote, a context cut, a sub-word match
+    if len(words) >= 4:
+        out.append(("attack: a three-word quote", False, body + ", and it cured every patient.", " ".join(words[1:4])))
+    cut = re.search(r"\b(?:not|no)\s+(\w+(?:\s+\S+){5,})", sentence)
+    if cut:
+        out.append(("attack: a quote cut just after not/no", False,
+                    re.sub(r"\b(?:not|no)\s+", "", sentence, count=1), cut.group(1)))
+    inner = re.search(r"\b(?:un|in|non|dis)(\w{4,}(?:\s+\S+){4,})", sentence)
+    if inner:
+        out.append(("attack: a quote starting inside a word", False,
+                    sentence[:inner.start()] + inner.group(1), inner.group(1)))
     return out
 
 
@@ -207,7 +218,7 @@ def strictness_report(r: dict) -> str:
     totals = Counter()
     for kind, row in sorted(r["sloppy"].items(), key=lambda kv: (not kv[1]["honest"], kv[0])):
         honest = row["honest"]
-        rows.append([kind, "honest" if honest else "overreach", row["n"],
+        rows.append([kind, "honest" if honest else "fabricated", row["n"],
                      f"{row['new_downgraded']} ({row['new_downgraded'] / row['n']:.1%})",
                      f"{row['old_downgraded']} ({row['old_downgraded'] / row['n']:.1%})"])
         key = "honest" if honest else "overreach"
@@ -216,7 +227,7 @@ def strictness_report(r: dict) -> str:
         totals[f"{key}_old"] += row["old_downgraded"]
     lines.append(_table(["sloppy model's claim", "kind", "n", "downgraded, new rules", "downgraded, rules before"], rows))
     lines.append("")
-    for key, what in (("honest", "honest claims downgraded (the cost)"), ("overreach", "overreach stopped")):
+    for key, what in (("honest", "honest claims downgraded (the cost)"), ("overreach", "overreach and attacks stopped")):
         n = max(totals[f"{key}_n"], 1)
         lines.append(f"{what}: new rules {totals[f'{key}_new']} of {totals[f'{key}_n']} ({totals[f'{key}_new'] / n:.1%}), "
                      f"rules before {totals[f'{key}_old']} ({totals[f'{key}_old'] / n:.1%})")
