@@ -270,7 +270,7 @@ class AdaptiveHistory:
             hypothesis=(f"the share has drifted from the adaptive base rate {adaptive:.3f}: recently it is "
                         f"{drift:.3f}"),
             rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
-                       f"the adaptive base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth; held out it gained "
+                       f"the adaptive base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth; on earlier origins it gained "
                        f"{drift_record.gain:+.4f} Brier over the adaptive base rate (± {drift_record.gain_se:.4f}, "
                        f"{drift_record.changes:.0f} changes' worth): {'passed' if drift_weight else 'failed'} — "
                        f"weight {drift_weight:g}"))
