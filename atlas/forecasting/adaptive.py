@@ -2,7 +2,7 @@
 
 Rule v3 forecasts the whole-history base rate ("how often since the series began"), moved by a
 gated drift. When the series changes regime that rate is off by as much as the regime moved it.
-v4 keeps v3's question, horizon and held-out discipline and adds two steps, each chosen at every
+v4 keeps v3's question, horizon and held-out discipline and adds two steps, each decided at every
 origin by its record on earlier origins only (origins whose outcome was published by then):
 
 1. Adaptive base rate. Candidates, each the share of the visible h-period changes satisfying the
@@ -16,8 +16,10 @@ origin by its record on earlier origins only (origins whose outcome was publishe
    record of each candidate is its Brier gain over the whole-history rate at the earlier origins,
    weighted and gated exactly as v3's drift (half-life RECORD_HALF_LIFE_YEARS, at least
    MIN_RECORD_CHANGES independent changes' worth, mean gain above DRIFT_GATE_Z standard errors).
-   Of the candidates that pass, the one with the largest mean gain is the adaptive base rate; if
-   none passes it is the whole-history rate.
+   The adaptive base rate is the plain mean of the whole-history rate and every candidate that
+   passes: equal weights need no further estimate (the choice among candidates with nearly equal
+   records is the noisiest step, and an equal-weight combination is known to be hard to beat), and
+   it stays the whole-history rate until some candidate has earned its place held out.
 2. v3's drift (half-life DRIFT_HALF_LIFE_YEARS), now shrunk toward the adaptive base rate and gated
    by its held-out gain over it.
 3. Recalibration: at each origin, a monotone affine map p ↦ ȳ + b·(p − p̄), 0 <= b <= 1, fitted by
@@ -32,8 +34,8 @@ so one pass gives every row's answer as it was known at that row: the lane reads
 backtest every origin. The published forecast keeps the whole-history rate as its base rate (the
 reference the Accuracy page scores skill against) and expresses each step as a log-odds driver:
 "adaptive base rate", "base-rate drift", "recalibration", each with its record in the rationale;
-`RuleAnswer.record` names the chosen candidate and its held-out score for the forecast's engine
-record. The design constants reuse v3's (prior 4 changes, record half-life 15 years, 30 changes,
+`RuleAnswer.record` names the candidates in use, the best of them and its held-out score, for the
+forecast's engine record. The design constants reuse v3's (prior 4 changes, record half-life 15 years, 30 changes,
 gate 0.25 SE); the new ones (the issue's windows, the 3-year half-life, the slope bounds) were fixed
 before looking at any backtest after 2015 (see BENCHMARKS.md, "Forecast skill").
 """
@@ -156,7 +158,7 @@ class AdaptiveHistory:
     candidates: np.ndarray      # (candidate, row) shrunk rates
     effective_changes: np.ndarray   # (candidate, row) independent changes behind each, before shrinking
     candidate_records: np.ndarray   # (candidate, 3, row) held-out sums of the gain over the whole history
-    chosen: np.ndarray          # index of the candidate in use at each row
+    in_use: np.ndarray          # (candidate, row): the whole history, and each candidate whose record passed
     adaptive: np.ndarray
     drift: np.ndarray
     drift_changes: np.ndarray
@@ -207,11 +209,9 @@ class AdaptiveHistory:
         whole_brier = (whole - outcome) ** 2
         records = np.stack([held_out_sums(whole_brier - (rate - outcome) ** 2, usable, horizon, periods_per_year)
                             for rate in candidates])
-        passed, gain = zip(*(_gate(records[c], horizon) for c in range(len(names))))
-        score = np.where(np.stack(passed), np.stack(gain), -np.inf)
-        score[0] = np.where(np.isinf(score[1:]).all(axis=0), 0.0, score[0])  # whole history when none passes
-        chosen = np.argmax(score, axis=0)
-        adaptive = candidates[chosen, np.arange(len(values))]
+        in_use = np.stack([_gate(record, horizon)[0] for record in records])
+        in_use[0] = True  # the whole history always counts (its gain over itself is 0)
+        adaptive = (candidates * in_use).sum(axis=0) / in_use.sum(axis=0)
 
         # v3's drift, shrunk toward (and gated against) the adaptive base rate instead of the whole history
         prior = DRIFT_PRIOR_CHANGES * horizon
@@ -228,9 +228,13 @@ class AdaptiveHistory:
         recalibration_record = held_out_sums((raw - outcome) ** 2 - (recalibrated - outcome) ** 2, usable, horizon,
                                              periods_per_year)
         recalibration_on = _gate(recalibration_record, horizon)[0]
-        return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, chosen,
+        return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, in_use,
                    adaptive, drift, (recent + prior) / horizon, drift_record, drift_on, raw, recalibration,
                    recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw))
+
+    def basis(self, i: int) -> str:
+        """The candidates averaged into the adaptive base rate at row i."""
+        return " + ".join(name for name, used in zip(self.names, self.in_use[:, i]) if used)
 
     def candidate_record(self, candidate: int, i: int) -> HeldOutRecord:
         return held_out_record(self.candidate_records[candidate, :, i], self.horizon)
@@ -243,9 +247,9 @@ class AdaptiveHistory:
                 f"rule needs at least {max(MIN_HISTORY, self.horizon)} (one horizon's worth, and {MIN_HISTORY})")
         claim = f"'{question.comparator} {required:+.4g}'"
         whole, adaptive = float(self.candidates[0, i]), float(self.adaptive[i])
-        chosen = int(self.chosen[i])
         records = [self.candidate_record(c, i) for c in range(len(self.names))]
-        chosen_record = records[chosen]
+        in_use = [c for c in range(len(self.names)) if self.in_use[c, i]]
+        best = max(in_use, key=lambda c: records[c].gain)  # the whole history (gain 0) when no other passed
         tried = "; ".join(f"{name} {float(self.candidates[c, i]):.3f} (gain {r.gain:+.4f} ± {r.gain_se:.4f}, "
                           f"{'passed' if r.passed else 'failed'})"
                           for c, (name, r) in enumerate(zip(self.names, records)) if c)
@@ -253,14 +257,15 @@ class AdaptiveHistory:
                       f"independent changes' worth, half-life {RECORD_HALF_LIFE_YEARS:g} years); a candidate counts "
                       f"only with at least {MIN_RECORD_CHANGES:g} such changes and a Brier gain over the whole "
                       f"history above {DRIFT_GATE_Z:g} standard errors")
+        basis = self.basis(i)
         adaptive_driver = Driver(
-            name=ADAPTIVE_DRIVER, weight=1.0 if chosen else 0.0,
+            name=ADAPTIVE_DRIVER, weight=1.0 if len(in_use) > 1 else 0.0,
             effect=float(_logit(adaptive) - _logit(whole)), effect_sd=0.0,
             hypothesis=(f"the share of {question.series_id}'s {self.horizon}-period changes satisfying {claim} is "
-                        f"better estimated by the {self.names[chosen]} rate ({adaptive:.3f}) than by the whole "
-                        f"history ({whole:.3f})"),
+                        f"better estimated by the mean of the {basis} rates ({adaptive:.3f}) than by the whole "
+                        f"history alone ({whole:.3f})"),
             rationale=(f"candidates, each shrunk toward the whole history by {PRIOR_CHANGES:g} changes' worth: "
-                       f"{tried}; {gate_words}: chosen {self.names[chosen]}"))
+                       f"{tried}; {gate_words}; in use: {basis}"))
         drift, drift_record = float(self.drift[i]), held_out_record(self.drift_record[:, i], self.horizon)
         drift_weight = 1.0 if self.drift_on[i] else 0.0
         independent = float(self.drift_changes[i])
@@ -270,9 +275,10 @@ class AdaptiveHistory:
             hypothesis=(f"the share has drifted from the adaptive base rate {adaptive:.3f}: recently it is "
                         f"{drift:.3f}"),
             rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
-                       f"the adaptive base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth; on earlier origins it gained "
-                       f"{drift_record.gain:+.4f} Brier over the adaptive base rate (± {drift_record.gain_se:.4f}, "
-                       f"{drift_record.changes:.0f} changes' worth): {'passed' if drift_weight else 'failed'} — "
+                       f"the adaptive base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth; on earlier origins it "
+                       f"gained {drift_record.gain:+.4f} Brier over the adaptive base rate "
+                       f"(± {drift_record.gain_se:.4f}, {drift_record.changes:.0f} changes' worth): "
+                       f"{'passed' if drift_weight else 'failed'} — "
                        f"weight {drift_weight:g}"))
         raw = float(self.raw[i])
         mapped = float(self.recalibrated[i])
@@ -288,9 +294,10 @@ class AdaptiveHistory:
                        f"it, it gained {recal_record.gain:+.4f} Brier (± {recal_record.gain_se:.4f}, "
                        f"{recal_record.changes:.0f} changes' worth): {'passed' if recal_weight else 'failed'} — "
                        f"weight {recal_weight:g}"))
-        record = {"base_rate_candidate": self.names[chosen], "base_rate": adaptive, "whole_history_rate": whole,
-                  "held_out_brier_gain": chosen_record.gain, "held_out_brier_gain_se": chosen_record.gain_se,
-                  "held_out_changes": chosen_record.changes, "drift": bool(drift_weight),
+        record = {"base_rate_candidates": [self.names[c] for c in in_use], "base_rate": adaptive,
+                  "whole_history_rate": whole, "best_candidate": self.names[best],
+                  "held_out_brier_gain": records[best].gain, "held_out_brier_gain_se": records[best].gain_se,
+                  "held_out_changes": records[best].changes, "drift": bool(drift_weight),
                   "recalibrated": bool(recal_weight), "probability_before_sampling": float(self.probability[i])}
         return RuleAnswer(whole, [adaptive_driver, drift_driver, recal_driver], record)
 

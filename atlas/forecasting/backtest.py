@@ -8,6 +8,12 @@ uses, with a seed derived from the run's seed and the origin, so the same comman
 numbers. Each question is resolved on the same file: an empty target is counted as unresolvable,
 never filled. A single vintage cannot reproduce real-time revisions: every origin sees today's
 revised values of its past, not what was published then.
+
+Skill is reported against three references at the same origins (issue 27): the whole-history base
+rate (every rule's recorded base rate), a constant 0.5, and the best fixed rolling window chosen in
+hindsight (the rolling rates of `adaptive.py`, the window picked on the scored outcomes themselves,
+so no rule can choose it in advance); ECE with its bins; and skill and ECE over the last third of the
+origins alone, where a regime change is not diluted by the older origins.
 """
 
 from __future__ import annotations
@@ -138,7 +144,8 @@ class BacktestRow:
     base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
     window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
-    basis: str | None = None  # v4: the base-rate candidate the forecast rested on
+    basis: str | None = None  # v4: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4: its probability before Monte-Carlo sampling
 
 
 @dataclass
@@ -176,7 +183,7 @@ class BacktestResult:
         lines += [f"| {k} | {_fmt(v)} |" for k, v in self.summary().items()
                   if k not in ("reliability_bins", "base_rate_candidates")]
         if m.get("base_rate_candidates"):
-            lines += ["", "| base-rate candidate in use | origins |", "|---|---|"]
+            lines += ["", "| base-rate candidates in use | origins |", "|---|---|"]
             lines += [f"| {name} | {count} |" for name, count in m["base_rate_candidates"].items()]
         if m.get("reliability_bins"):
             lines += ["", "ECE bins (10 equal-width):", "",
@@ -280,7 +287,8 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
         target_value = values[t + h]
         outcome = None if np.isnan(target_value) else int(compare(target_value, reference))
         rows.append(BacktestRow(origin, target, forecast.result.probability, base_rate, outcome, windows,
-                                record[0]["base_rate_candidate"] if record else None))
+                                " + ".join(record[0]["base_rate_candidates"]) if record else None,
+                                record[0]["probability_before_sampling"] if record else None))
     resolved = [r for r in rows if r.outcome is not None]
     metrics = {"unresolvable": len(rows) - len(resolved), **_row_metrics(resolved)}
     last_third = resolved[len(resolved) * 2 // 3:]  # a regime change shows here, not diluted by the older origins
@@ -290,6 +298,10 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
                     **{f"last_third_{k}": tail[k] for k in ("brier", "skill_vs_base_rate", "skill_vs_half", "ece")}}
     if any(r.basis for r in rows):
         metrics["base_rate_candidates"] = dict(Counter(r.basis for r in rows).most_common())
+    if resolved and resolved[0].rule_probability is not None:
+        # the rule's own skill: Monte-Carlo sampling adds about ±0.001 to a cell that rests on the base rate
+        metrics["skill_vs_base_rate_before_sampling"] = skill(
+            float(np.mean([(r.rule_probability - r.outcome) ** 2 for r in resolved])), metrics["brier_base_rate"])
     return BacktestResult(series_id, frequency, series.label, spec, rule_version, rows, skipped,
                           perf_counter() - started, metrics)
 

@@ -179,7 +179,7 @@ def _backtest(args: argparse.Namespace) -> int:
         print(table(["measure", "value"], [(k, f"{v:.4f}" if isinstance(v, float) else v)
                                            for k, v in summary.items()]))
         for name, count in result.metrics.get("base_rate_candidates", {}).items():
-            print(f"base-rate candidate {name}: {count} origins")
+            print(f"base-rate candidates {name}: {count} origins")
         print(table(["ECE bin", "n", "mean forecast", "observed frequency"],
                     [(f"[{b['lower']:.1f}, {b['upper']:.1f}]", b["n"], f"{b['mean_forecast']:.3f}",
                       f"{b['observed_frequency']:.3f}") for b in result.metrics.get("reliability_bins", [])]))

@@ -250,7 +250,7 @@ def test_a_registered_new_series_binds_and_resolves(db, series, tmp_path):
     assert (row["target_date"], row["reference_date"]) == (date(2009, 1, 1), date(2008, 10, 1))
     assert row["engine"]["drivers"] == ADAPTIVE_RULE_VERSION
     # the published probability says which base rate it came from, and its held-out record
-    assert {"base_rate_candidate", "held_out_brier_gain", "recalibrated"} <= set(row["engine"]["base_rate"])
+    assert {"base_rate_candidates", "held_out_brier_gain", "recalibrated"} <= set(row["engine"]["base_rate"])
     run = nightly(db, at(2009, 11, 2))
     assert (run.resolved, run.unresolvable) == (1, 0)
     with db.connection() as conn:

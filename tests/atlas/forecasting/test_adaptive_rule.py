@@ -26,8 +26,8 @@ from forum_atlas.forecasting.montecarlo import simulate
 def _walk(up_probabilities: np.ndarray, seed: int) -> SeriesView:
     """A monthly series that rises in month j with probability up_probabilities[j], else falls."""
     rng = np.random.default_rng(seed)
-    steps = np.where(rng.random(len(up_probabilities)) < up_probabilities, 1.0, -1.0) * rng.uniform(0.5, 1.5,
-                                                                                                   len(up_probabilities))
+    n = len(up_probabilities)
+    steps = np.where(rng.random(n) < up_probabilities, 1.0, -1.0) * rng.uniform(0.5, 1.5, n)
     dates = (np.datetime64("1950-01", "M") + np.arange(len(steps) + 1)).astype("datetime64[D]")
     return SeriesView(dates, np.concatenate([[100.0], 100.0 + np.cumsum(steps)]))
 
@@ -42,10 +42,10 @@ def test_after_a_regime_change_a_recent_rate_that_beat_the_whole_history_held_ou
     base_rate, drivers, record = AdaptiveRule(view, "monthly")(len(view.values) - 1, _next_month(view))
     adaptive = drivers[0]
     assert adaptive.name == ADAPTIVE_DRIVER and adaptive.weight == 1.0
-    assert record["base_rate_candidate"] not in (WHOLE_HISTORY, COIN_FLIP)
-    assert base_rate > 0.5 and record["base_rate"] < 0.4  # the whole history still says "up"; lately it is down
+    assert record["best_candidate"] not in (WHOLE_HISTORY, COIN_FLIP) and len(record["base_rate_candidates"]) > 1
+    assert base_rate > 0.5 and record["base_rate"] < 0.45  # the whole history still says "up"; lately it is down
     assert record["held_out_brier_gain"] > 0 and record["held_out_changes"] >= 30
-    assert f"chosen {record['base_rate_candidate']}" in adaptive.rationale
+    assert f"in use: {' + '.join(record['base_rate_candidates'])}" in adaptive.rationale
     probability = simulate(base_rate, drivers, n_samples=10_000, seed=0).probability
     assert probability == pytest.approx(record["probability_before_sampling"], abs=0.03)
     assert probability < 0.4
@@ -54,8 +54,8 @@ def test_after_a_regime_change_a_recent_rate_that_beat_the_whole_history_held_ou
 def test_in_a_stable_regime_the_whole_history_is_kept_nearly_everywhere():
     view = _walk(np.full(720, 0.7), seed=2)  # the same rate throughout: a recent window is only noise
     history = AdaptiveHistory.of(view.values, 1, ">", 0.0, 12.0)
-    chosen = [history.names[c] for c in history.chosen[120:]]
-    assert chosen.count(WHOLE_HISTORY) / len(chosen) > 0.8 and COIN_FLIP not in chosen
+    alone = ~history.in_use[1:, 120:].any(axis=0)
+    assert alone.mean() > 0.8 and not history.in_use[history.names.index(COIN_FLIP)].any()
     assert np.abs(history.probability[120:] - 0.7).max() < 0.1
 
 
@@ -66,7 +66,7 @@ def test_every_row_of_the_history_uses_only_rows_up_to_it():
     full = AdaptiveHistory.of(values, 3, ">=", 0.5, 12.0)
     for i in (45, 200, 251, 420, 500):
         cut = AdaptiveHistory.of(values[:i + 1], 3, ">=", 0.5, 12.0)
-        for name in ("candidates", "chosen", "adaptive", "drift", "drift_on", "raw", "recalibrated",
+        for name in ("candidates", "in_use", "adaptive", "drift", "drift_on", "raw", "recalibrated",
                      "recalibration_on", "probability"):
             np.testing.assert_array_equal(getattr(full, name)[..., :i + 1], getattr(cut, name))
 
@@ -101,5 +101,5 @@ def test_drivers_state_their_records_and_drift_and_recalibration_are_gated():
     base_rate, drivers, record = AdaptiveRule(view, "monthly")(len(view.values) - 1, _next_month(view))
     assert [d.name for d in drivers] == [ADAPTIVE_DRIVER, DRIFT_DRIVER, RECALIBRATION_DRIVER]
     assert all(d.weight == 0.0 and "failed" in d.rationale for d in drivers[1:])
-    assert drivers[0].weight == 0.0 and record["base_rate_candidate"] == WHOLE_HISTORY
+    assert drivers[0].weight == 0.0 and record["base_rate_candidates"] == [WHOLE_HISTORY]
     assert record["probability_before_sampling"] == base_rate and not record["recalibrated"]

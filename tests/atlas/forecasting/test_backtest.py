@@ -87,6 +87,8 @@ def test_metrics_report_three_references_the_last_third_ece_and_an_exact_decompo
     assert m["last_third_n"] == len(last_third) and m["last_third_from"] == last_third[0].origin.isoformat()
     assert m["last_third_brier"] == pytest.approx(np.mean([(r.probability - r.outcome) ** 2 for r in last_third]))
     assert sum(m["base_rate_candidates"].values()) == len(result.rows)
+    rule_brier = np.mean([(r.rule_probability - r.outcome) ** 2 for r in resolved])  # v4 before Monte-Carlo sampling
+    assert m["skill_vs_base_rate_before_sampling"] == pytest.approx(1 - rule_brier / m["brier_base_rate"])
     bins = m["reliability_bins"]
     assert m["ece"] == pytest.approx(sum(b["n"] * abs(b["mean_forecast"] - b["observed_frequency"]) for b in bins)
                                      / m["n"])
@@ -152,4 +154,4 @@ def test_writes_markdown_json_and_a_reliability_png(unrate, tmp_path):
     assert paths["reliability"].read_bytes().startswith(b"\x89PNG")
     markdown = paths["markdown"].read_text()
     assert "cannot reproduce real-time revisions" in markdown
-    assert "| last_third_ece |" in markdown and "ECE bins" in markdown and "base-rate candidate" in markdown
+    assert "| last_third_ece |" in markdown and "ECE bins" in markdown and "base-rate candidates" in markdown

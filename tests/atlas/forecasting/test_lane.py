@@ -37,7 +37,7 @@ def test_rolling_month_over_month_question(unrate_2025_04):
     assert 0 < base_rate < 1 and base_rate == record["whole_history_rate"]
     assert [d.name for d in drivers] == ["adaptive base rate", "base-rate drift", "recalibration"]
     assert ADAPTIVE_RULE_VERSION == "series-adaptive-base-rate-v4"
-    assert record["base_rate_candidate"] in drivers[0].rationale  # the published probability says its rate
+    assert " + ".join(record["base_rate_candidates"]) in drivers[0].rationale  # it says which rates it rests on
     for driver in drivers:  # every driver says what it claims and why it counts (or not)
         assert driver.hypothesis and "earlier origins" in driver.rationale and driver.weight in (0.0, 1.0)
         assert ("passed" if driver.weight else "failed") in driver.rationale
