@@ -42,7 +42,6 @@ before looking at any backtest after 2015 (see BENCHMARKS.md, "Forecast skill").
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -51,7 +50,6 @@ import numpy as np
 
 from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import (
-    DRIFT_DRIVER,
     DRIFT_GATE_Z,
     DRIFT_HALF_LIFE_YEARS,
     DRIFT_PRIOR_CHANGES,
@@ -69,9 +67,11 @@ from forum_atlas.forecasting.drivers import (
     held_out_record,
     held_out_sums,
     origin_outcomes,
+    check_history,
+    drift_driver,
     satisfied_changes,
 )
-from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError
+from forum_atlas.forecasting.montecarlo import Driver
 from forum_atlas.series.parsing import Observation
 
 ADAPTIVE_RULE_VERSION = "series-adaptive-base-rate-v4"
@@ -241,10 +241,7 @@ class AdaptiveHistory:
 
     def answer(self, i: int, question: BoundQuestion, required: float) -> RuleAnswer:
         """Base rate, drivers and record as known at row i."""
-        if not self.enough_history[i]:
-            raise ForecastInputError(
-                f"{question.series_id}: {self.known_changes[i]} visible {self.horizon}-period changes; the driver "
-                f"rule needs at least {max(MIN_HISTORY, self.horizon)} (one horizon's worth, and {MIN_HISTORY})")
+        check_history(bool(self.enough_history[i]), int(self.known_changes[i]), self.horizon, question)
         claim = f"'{question.comparator} {required:+.4g}'"
         whole, adaptive = float(self.candidates[0, i]), float(self.adaptive[i])
         records = [self.candidate_record(c, i) for c in range(len(self.names))]
@@ -267,19 +264,13 @@ class AdaptiveHistory:
             rationale=(f"candidates, each shrunk toward the whole history by {PRIOR_CHANGES:g} changes' worth: "
                        f"{tried}; {gate_words}; in use: {basis}"))
         drift, drift_record = float(self.drift[i]), held_out_record(self.drift_record[:, i], self.horizon)
-        drift_weight = 1.0 if self.drift_on[i] else 0.0
-        independent = float(self.drift_changes[i])
-        drift_driver = Driver(
-            name=DRIFT_DRIVER, weight=drift_weight, effect=float(_logit(drift) - _logit(adaptive)),
-            effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
-            hypothesis=(f"the share has drifted from the adaptive base rate {adaptive:.3f}: recently it is "
-                        f"{drift:.3f}"),
-            rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
-                       f"the adaptive base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth; on earlier origins it "
-                       f"gained {drift_record.gain:+.4f} Brier over the adaptive base rate "
-                       f"(± {drift_record.gain_se:.4f}, {drift_record.changes:.0f} changes' worth): "
-                       f"{'passed' if drift_weight else 'failed'} — "
-                       f"weight {drift_weight:g}"))
+        drift_on = bool(self.drift_on[i])
+        drift = drift_driver(
+            drift, adaptive, "the adaptive base rate", float(self.drift_changes[i]), drift_on,
+            hypothesis=f"the share has drifted from the adaptive base rate {adaptive:.3f}: recently it is {drift:.3f}",
+            record_words=(f"on earlier origins it gained {drift_record.gain:+.4f} Brier over the adaptive base rate "
+                          f"(± {drift_record.gain_se:.4f}, {drift_record.changes:.0f} changes' worth): "
+                          f"{'passed' if drift_on else 'failed'}"))
         raw = float(self.raw[i])
         mapped = float(self.recalibrated[i])
         recal_record = held_out_record(self.recalibration_record[:, i], self.horizon)
@@ -297,9 +288,9 @@ class AdaptiveHistory:
         record = {"base_rate_candidates": [self.names[c] for c in in_use], "base_rate": adaptive,
                   "whole_history_rate": whole, "best_candidate": self.names[best],
                   "held_out_brier_gain": records[best].gain, "held_out_brier_gain_se": records[best].gain_se,
-                  "held_out_changes": records[best].changes, "drift": bool(drift_weight),
+                  "held_out_changes": records[best].changes, "drift": drift_on,
                   "recalibrated": bool(recal_weight), "probability_before_sampling": float(self.probability[i])}
-        return RuleAnswer(whole, [adaptive_driver, drift_driver, recal_driver], record)
+        return RuleAnswer(whole, [adaptive_driver, drift, recal_driver], record)
 
 
 class AdaptiveRule:

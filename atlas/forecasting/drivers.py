@@ -455,24 +455,38 @@ class DriftHistory:
 
     def drivers(self, i: int, question: BoundQuestion, required: float) -> tuple[float, list[Driver]]:
         """Base rate and the (gated) drift as known at row i."""
-        if not self.enough_history[i]:
-            raise ForecastInputError(
-                f"{question.series_id}: {self.known_changes[i]} visible {self.horizon}-period changes; the driver "
-                f"rule needs at least {max(MIN_HISTORY, self.horizon)} (one horizon's worth, and {MIN_HISTORY})")
+        check_history(bool(self.enough_history[i]), int(self.known_changes[i]), self.horizon, question)
         record = self.held_out(i)
         base_rate, drift, independent = float(self.base[i]), float(self.drift[i]), float(self.drift_changes[i])
         claim = f"'{question.comparator} {required:+.4g}'"
-        weight = 1.0 if record.passed else 0.0
-        return base_rate, [Driver(
-            name=DRIFT_DRIVER, weight=weight, effect=float(_logit(drift) - _logit(base_rate)),
-            # sampling sd of the drifted share's log-odds, from the independent changes behind it
-            effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
+        return base_rate, [drift_driver(
+            drift, base_rate, "the base rate", independent, record.passed,
             hypothesis=(f"the share of {question.series_id}'s {self.horizon}-period changes satisfying {claim} has "
                         f"drifted from its whole-history base rate {base_rate:.3f}: recently it is {drift:.3f}"),
-            rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
-                       f"the base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth (about {independent:.0f} independent "
-                       f"changes behind it); {record.words()} — weight {weight:g}"),
-        )]
+            record_words=record.words())]
+
+
+def check_history(enough: bool, known_changes: int, horizon: int, question: BoundQuestion) -> None:
+    """Rules v3 and v4 forecast only from at least max(MIN_HISTORY, h) visible h-period changes."""
+    if not enough:
+        raise ForecastInputError(
+            f"{question.series_id}: {known_changes} visible {horizon}-period changes; the driver "
+            f"rule needs at least {max(MIN_HISTORY, horizon)} (one horizon's worth, and {MIN_HISTORY})")
+
+
+def drift_driver(drift: float, anchor: float, anchor_name: str, independent: float, passed: bool, *,
+                 hypothesis: str, record_words: str) -> Driver:
+    """The "base-rate drift" driver of rules v3 and v4: the drifted share as a log-odds shift from
+    the rate it was shrunk toward, counting (weight 1) only when its held-out record passed."""
+    weight = 1.0 if passed else 0.0
+    return Driver(
+        name=DRIFT_DRIVER, weight=weight, effect=float(_logit(drift) - _logit(anchor)),
+        # sampling sd of the drifted share's log-odds, from the independent changes behind it
+        effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
+        hypothesis=hypothesis,
+        rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
+                   f"{anchor_name} by {DRIFT_PRIOR_CHANGES:g} changes' worth (about {independent:.0f} independent "
+                   f"changes behind it); {record_words} — weight {weight:g}"))
 
 
 class DriftRule:
