@@ -299,7 +299,7 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
     if any(r.basis for r in rows):
         metrics["base_rate_candidates"] = dict(Counter(r.basis for r in rows).most_common())
     if resolved and resolved[0].rule_probability is not None:
-        # the rule's own skill: Monte-Carlo sampling adds about ±0.001 to a cell that rests on the base rate
+        # the rule's own skill, before the spread of its drift driver is sampled
         metrics["skill_vs_base_rate_before_sampling"] = skill(
             float(np.mean([(r.rule_probability - r.outcome) ** 2 for r in resolved])), metrics["brier_base_rate"])
     return BacktestResult(series_id, frequency, series.label, spec, rule_version, rows, skipped,
