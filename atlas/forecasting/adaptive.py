@@ -8,9 +8,9 @@ origin by its record on earlier origins only (origins whose outcome was publishe
 1. Adaptive base rate. Candidates, each the share of the visible h-period changes satisfying the
    question over a span: the whole history (v3's base rate), rolling windows of ROLLING_WINDOWS_YEARS,
    an exponentially weighted share with half-life EW_HALF_LIFE_YEARS, and no information at all
-   (0.5: over a regime that reverses the series' long drift, every rate counted from its past is
-   off, and the constant 0.5 is the forecast the backtest's hardest plain reference makes). Each rate is shrunk toward
-   the whole-history rate by PRIOR_CHANGES independent changes' worth against its own effective
+   (0.5: when a regime reverses the series' long drift, every rate counted from its past is off,
+   and 0.5, one of the backtest's references, is often the better forecast). Each rate is shrunk
+   toward the whole-history rate by PRIOR_CHANGES independent changes' worth against its own effective
    sample size (Kish's (Σw)²/Σw², divided by h because overlapping changes share their path), so a
    one-year window on quarterly changes (about 4 independent ones) moves only half way. The held-out
    record of each candidate is its Brier gain over the whole-history rate at the earlier origins,
@@ -35,9 +35,10 @@ backtest every origin. The published forecast keeps the whole-history rate as it
 reference the Accuracy page scores skill against) and expresses each step as a log-odds driver:
 "adaptive base rate", "base-rate drift", "recalibration", each with its record in the rationale;
 `RuleAnswer.record` names the candidates in use, the best of them and its held-out score, for the
-forecast's engine record. The design constants reuse v3's (prior 4 changes, record half-life 15 years, 30 changes,
-gate 0.25 SE); the new ones (the issue's windows, the 3-year half-life, the slope bounds) were fixed
-before looking at any backtest after 2015 (see BENCHMARKS.md, "Forecast skill").
+forecast's engine record. The design constants reuse v3's (prior 4 changes, record half-life 15
+years, 30 changes, gate 0.25 SE); the issue's windows and the 3-year half-life were set before any
+run, and the 0.5 candidate and the equal weights were chosen on backtests of origins before 2015
+(BENCHMARKS.md, "Forecast skill", says what was tried).
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ from forum_atlas.forecasting.drivers import (
     _own_periods,
     _smoothed_rate,
     change_question,
+    check_history,
+    drift_driver,
     held_out_record,
     held_out_sums,
     origin_outcomes,
-    check_history,
-    drift_driver,
     satisfied_changes,
 )
 from forum_atlas.forecasting.montecarlo import Driver
@@ -104,15 +105,14 @@ def _shrunk(rate: np.ndarray, effective_changes: np.ndarray, whole: np.ndarray) 
     return (effective_changes * rate + PRIOR_CHANGES * whole) / (effective_changes + PRIOR_CHANGES)
 
 
-def _gate(sums: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised `HeldOutRecord.passed` and mean gain over every row of `held_out_sums`."""
+def _passed(sums: np.ndarray, horizon: int) -> np.ndarray:
+    """`HeldOutRecord.passed` at every row of `held_out_sums`, vectorised."""
     total, gain_sum, square_sum = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(total > 0, gain_sum / total, 0.0)
         changes = total / horizon
         spread = np.sqrt(np.maximum(np.where(total > 0, square_sum / total, 0.0) - mean ** 2, 0.0))
-    passed = (changes >= MIN_RECORD_CHANGES) & (mean > DRIFT_GATE_Z * spread / np.sqrt(np.maximum(changes, 1.0)))
-    return passed, mean
+    return (changes >= MIN_RECORD_CHANGES) & (mean > DRIFT_GATE_Z * spread / np.sqrt(np.maximum(changes, 1.0)))
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,8 @@ class Recalibration:
         mean_p, mean_y = sums[1] / safe, sums[2] / safe
         variance = sums[3] / safe - mean_p ** 2
         covariance = sums[4] / safe - mean_p * mean_y
-        slope = np.where(variance > 1e-12, covariance / np.where(variance > 1e-12, variance, 1.0), 0.0)
+        varies = variance > 1e-12  # forecasts that (nearly) never moved say nothing about a slope
+        slope = np.where(varies, covariance / np.where(varies, variance, 1.0), 0.0)
         return cls(mean_p, mean_y, np.clip(slope, 0.0, 1.0), fitted)
 
     def apply(self, forecast: np.ndarray) -> np.ndarray:
@@ -209,7 +210,7 @@ class AdaptiveHistory:
         whole_brier = (whole - outcome) ** 2
         records = np.stack([held_out_sums(whole_brier - (rate - outcome) ** 2, usable, horizon, periods_per_year)
                             for rate in candidates])
-        in_use = np.stack([_gate(record, horizon)[0] for record in records])
+        in_use = np.stack([_passed(record, horizon) for record in records])
         in_use[0] = True  # the whole history always counts (its gain over itself is 0)
         adaptive = (candidates * in_use).sum(axis=0) / in_use.sum(axis=0)
 
@@ -220,14 +221,14 @@ class AdaptiveHistory:
         drift = (recent_hits + prior * adaptive) / (recent + prior)
         drift_record = held_out_sums((adaptive - outcome) ** 2 - (drift - outcome) ** 2, usable, horizon,
                                      periods_per_year)
-        drift_on = _gate(drift_record, horizon)[0]
+        drift_on = _passed(drift_record, horizon)
         raw = np.where(drift_on, drift, adaptive)
 
         recalibration = Recalibration.of(raw, outcome, usable, horizon, periods_per_year)
         recalibrated = recalibration.apply(raw)
         recalibration_record = held_out_sums((raw - outcome) ** 2 - (recalibrated - outcome) ** 2, usable, horizon,
                                              periods_per_year)
-        recalibration_on = _gate(recalibration_record, horizon)[0]
+        recalibration_on = _passed(recalibration_record, horizon)
         return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, in_use,
                    adaptive, drift, (recent + prior) / horizon, drift_record, drift_on, raw, recalibration,
                    recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw))
@@ -247,8 +248,10 @@ class AdaptiveHistory:
         records = [self.candidate_record(c, i) for c in range(len(self.names))]
         in_use = [c for c in range(len(self.names)) if self.in_use[c, i]]
         best = max(in_use, key=lambda c: records[c].gain)  # the whole history (gain 0) when no other passed
-        tried = "; ".join(f"{name} {float(self.candidates[c, i]):.3f} (gain {r.gain:+.4f} ± {r.gain_se:.4f}, "
-                          f"{'passed' if r.passed else 'failed'})"
+        tried = "; ".join(f"{name} {float(self.candidates[c, i]):.3f} ("
+                          + ("a constant" if name == COIN_FLIP else
+                             f"from about {float(self.effective_changes[c, i]):.0f} independent changes")
+                          + f"; held-out gain {r.gain:+.4f} ± {r.gain_se:.4f}, {'passed' if r.passed else 'failed'})"
                           for c, (name, r) in enumerate(zip(self.names, records)) if c)
         gate_words = (f"on earlier origins whose outcome was known at issue (about {records[0].changes:.0f} "
                       f"independent changes' worth, half-life {RECORD_HALF_LIFE_YEARS:g} years); a candidate counts "
