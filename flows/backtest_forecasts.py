@@ -28,8 +28,8 @@ class BacktestParameters(BaseModel):
     comparator: Literal[">", ">=", "<", "<="] = Field(default=">", description="the event: the value at the horizon "
                                                                             "compared with the threshold")
     threshold: float | None = Field(default=None, description="fixed threshold; empty = against the origin's value")
-    rule: Literal["v3", "v2", "v1"] = Field(default="v3", description="v3 = the lane's rule; v2 and v1 = the rules "
-                                                                      "it replaced (issue 11)")
+    rule: Literal["v4", "v3", "v2", "v1"] = Field(default="v4", description="v4 = the lane's rule; v3, v2 and v1 = "
+                                                                            "the rules it replaced (issues 11, 27)")
     column: str | None = Field(default=None, description="column of a year/quarter table (default realgdp)")
     vintage_id: int | None = Field(default=None, description="stored vintage (default: newest) when source is an id")
     seed: int = Field(default=0, ge=0, lt=2**31, description="same seed, same numbers")
@@ -63,5 +63,8 @@ def backtest_forecasts(params: BacktestParameters, database_block: AtlasDatabase
         result.write(Path(params.out_dir))
     summary = result.summary()
     print(f"backtest {series.label}: n = {summary.get('n')}, Brier {summary.get('brier')}, skill vs base rate "
-          f"{summary.get('skill_vs_base_rate')}, ECE {summary.get('ece')} ({result.seconds:.1f} s)")
+          f"{summary.get('skill_vs_base_rate')}, vs 0.5 {summary.get('skill_vs_half')}, vs the best rolling window "
+          f"in hindsight {summary.get('skill_vs_hindsight_window')}, ECE {summary.get('ece')}; last third: skill vs "
+          f"base rate {summary.get('last_third_skill_vs_base_rate')}, ECE {summary.get('last_third_ece')} "
+          f"({result.seconds:.1f} s)")
     return {k: v for k, v in summary.items() if k != "reliability_bins"}

@@ -12,7 +12,7 @@ from prefect.tasks import exponential_backoff
 from forum_atlas.config import Settings
 from forum_atlas.forecasting.backtest import SeriesSource
 from forum_atlas.forecasting.binding import BindingError
-from forum_atlas.forecasting.drivers import RULE_VERSION, series_drivers
+from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION, adaptive_answer
 from forum_atlas.forecasting.evidence import EvidenceSearch, attach_evidence
 from forum_atlas.forecasting.forecast import ForecastRecord, make_forecast
 from forum_atlas.forecasting.lane import LaneQuestion, bind_question
@@ -85,12 +85,12 @@ def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
         question = bind_question(spec, observations, issued_at, registry)
         if repo.binding_exists(conn, question.key, question.target_date):
             return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
-        base_rate, drivers = series_drivers(observations, question, registry.info(spec.series_id).frequency)
-        drivers, evidence_note = _with_evidence(db.settings, drivers)
-        record = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
+        answer = adaptive_answer(observations, question, registry.info(spec.series_id).frequency)
+        drivers, evidence_note = _with_evidence(db.settings, answer.drivers)
+        record = make_forecast(question.text, base_rate=answer.base_rate, drivers=drivers,
                                confidence_target=spec.confidence_target, issued_at=issued_at, requested_via="lane",
-                               seed=seed, engine={"drivers": RULE_VERSION, "evidence": evidence_note,
-                                                  "issue_vintage": vintage["label"]})
+                               seed=seed, engine={"drivers": ADAPTIVE_RULE_VERSION, "base_rate": answer.record,
+                                                  "evidence": evidence_note, "issue_vintage": vintage["label"]})
         forecast_id = repo.insert_forecast(conn, record, run_id=run_id, binding=question,
                                            issue_vintage_id=vintage["vintage_id"])
     return {"key": spec.key, "status": "bound", "forecast_id": forecast_id, "question": question.text,

@@ -8,12 +8,19 @@ uses, with a seed derived from the run's seed and the origin, so the same comman
 numbers. Each question is resolved on the same file: an empty target is counted as unresolvable,
 never filled. A single vintage cannot reproduce real-time revisions: every origin sees today's
 revised values of its past, not what was published then.
+
+Skill is reported against three references at the same origins (issue 27): the whole-history base
+rate (every rule's recorded base rate), a constant 0.5, and the best fixed rolling window chosen in
+hindsight (the rolling rates of `adaptive.py`, the window picked on the scored outcomes themselves,
+so no rule can choose it in advance); ECE with its bins; and skill and ECE over the last third of the
+origins alone, where a regime change is not diluted by the older origins.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -21,6 +28,12 @@ from time import perf_counter
 
 import numpy as np
 
+from forum_atlas.forecasting.adaptive import (
+    ADAPTIVE_RULE_VERSION,
+    ROLLING_WINDOWS_YEARS,
+    AdaptiveRule,
+    rolling_window_name,
+)
 from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import (
     LEGACY_RULE_VERSION,
@@ -53,9 +66,11 @@ def _per_origin(rule):
     return lambda view, frequency: lambda t, question: rule(view.upto(t), question, frequency)
 
 
-# --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t).
-# v3 (the lane's) reads a history computed once per question shape, each row from rows up to it only.
-RULES = {"v3": (RULE_VERSION, DriftRule), "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
+# --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
+# (base rate, drivers, …)). v4 (the lane's) and v3 read a history computed once per question shape, each
+# row from rows up to it only.
+RULES = {"v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule), "v3": (RULE_VERSION, DriftRule),
+         "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
          "v1": (LEGACY_RULE_VERSION, _per_origin(lambda view, question, _: legacy_drivers_for(view, question)))}
 DEFAULT_TABLE_COLUMN = "realgdp"  # of a year/quarter table such as the statsmodels macro data
 _HORIZON = re.compile(r"^(\d+)([dmq]?)$")
@@ -109,7 +124,7 @@ class BacktestSpec:
     end: date | None = None            # last origin date (inclusive)
     comparator: str = ">"
     threshold: float | None = None     # None: against the value at the origin
-    rule: str = "v3"
+    rule: str = "v4"
     seed: int = 0
     confidence_target: float = 0.9
 
@@ -126,8 +141,11 @@ class BacktestRow:
     origin: date
     target: date
     probability: float
-    base_rate: float
+    base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
+    window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
+    basis: str | None = None  # v4: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4: its probability before Monte-Carlo sampling
 
 
 @dataclass
@@ -162,9 +180,14 @@ class BacktestResult:
                     f"{'value at origin' if self.spec.threshold is None else self.spec.threshold}.")
         lines = [f"# Backtest: {self.series_id} ({self.frequency}), {self.rule_version}", "", question, "",
                  "| measure | value |", "|---|---|"]
-        lines += [f"| {k} | {_fmt(v)} |" for k, v in self.summary().items() if k != "reliability_bins"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in self.summary().items()
+                  if k not in ("reliability_bins", "base_rate_candidates")]
+        if m.get("base_rate_candidates"):
+            lines += ["", "| base-rate candidates in use | origins |", "|---|---|"]
+            lines += [f"| {name} | {count} |" for name, count in m["base_rate_candidates"].items()]
         if m.get("reliability_bins"):
-            lines += ["", "| bin | n | mean forecast | observed frequency |", "|---|---|---|---|"]
+            lines += ["", "ECE bins (10 equal-width):", "",
+                      "| bin | n | mean forecast | observed frequency |", "|---|---|---|---|"]
             lines += [f"| [{b['lower']:.1f}, {b['upper']:.1f}] | {b['n']} | {b['mean_forecast']:.3f} | "
                       f"{b['observed_frequency']:.3f} |" for b in m["reliability_bins"]]
         lines += ["", *[f"- {note}" for note in self.notes]]
@@ -195,18 +218,26 @@ def _fmt(value) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.ndarray) -> dict:
-    """Brier of the forecasts, of the base rate alone (the rule's own climatology at each origin) and
-    of p = 0.5; skill against both; expected calibration error and the Murphy decomposition (10 bins)."""
+def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.ndarray,
+                  window_rates: np.ndarray) -> dict:
+    """Brier of the forecasts, of the whole-history base rate alone (at each origin), of p = 0.5 and
+    of the best fixed rolling window chosen in hindsight (`window_rates`: origin × window); skill
+    against the three; expected calibration error and the Murphy decomposition (10 bins)."""
     if len(outcome) == 0:
         return {"n": 0}
     metrics = accuracy_metrics(probability, outcome, fixed_base_rate=0.5, bins=REPORT_BINS)
     brier_base = float(np.mean((base_rate - outcome) ** 2))
+    window_briers = np.mean((window_rates - outcome[:, None]) ** 2, axis=0)
+    best = int(np.argmin(window_briers))
     d = metrics.decomposition
     return {
         "n": metrics.n_resolved, "brier": metrics.brier, "brier_base_rate": brier_base,
         "brier_half": metrics.brier_fixed_base_rate, "skill_vs_base_rate": skill(metrics.brier, brier_base),
-        "skill_vs_half": metrics.skill_vs_fixed_base_rate, "ece": expected_calibration_error(d),
+        "skill_vs_half": metrics.skill_vs_fixed_base_rate,
+        "hindsight_window": rolling_window_name(ROLLING_WINDOWS_YEARS[best]),
+        "brier_hindsight_window": float(window_briers[best]),
+        "skill_vs_hindsight_window": skill(metrics.brier, float(window_briers[best])),
+        "ece": expected_calibration_error(d),
         "ece_base_rate": expected_calibration_error(
             accuracy_metrics(base_rate, outcome, bins=REPORT_BINS).decomposition),
         "observed_frequency": metrics.base_rate, "reliability": d.reliability, "resolution": d.resolution,
@@ -232,6 +263,7 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
     compare = COMPARATORS[spec.comparator]
     rule_version, rule_on = RULES[spec.rule]
     rule = rule_on(series.view, frequency)
+    references = AdaptiveRule(series.view, frequency)  # its rolling windows are the hindsight reference
     for t in origins:
         origin = dates[t].astype(date)
         target = dates[t + h].astype(date)
@@ -240,11 +272,13 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
             deadline=datetime.combine(target + timedelta(days=1), time(0), tzinfo=timezone.utc),
             threshold=spec.threshold, reference_date=None if spec.threshold is not None else origin)
         try:
-            base_rate, drivers = rule(int(t), question)  # as of the origin: no later row reaches the rule
+            base_rate, drivers, *record = rule(int(t), question)  # as of the origin: no later row reaches the rule
         except ForecastInputError:
             skipped += 1
             continue
-        record = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
+        history, last_index, _ = references.history(int(t), question)
+        windows = tuple(float(r) for r in history.candidates[1:1 + len(ROLLING_WINDOWS_YEARS), last_index])
+        forecast = make_forecast(question.text, base_rate=base_rate, drivers=drivers,
                                confidence_target=spec.confidence_target,
                                issued_at=datetime.combine(origin, time(0), tzinfo=timezone.utc),
                                requested_via="lane", engine={"drivers": rule_version},
@@ -252,11 +286,27 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
         reference = values[t] if spec.threshold is None else spec.threshold
         target_value = values[t + h]
         outcome = None if np.isnan(target_value) else int(compare(target_value, reference))
-        rows.append(BacktestRow(origin, target, record.result.probability, base_rate, outcome))
+        rows.append(BacktestRow(origin, target, forecast.result.probability, base_rate, outcome, windows,
+                                " + ".join(record[0]["base_rate_candidates"]) if record else None,
+                                record[0]["probability_before_sampling"] if record else None))
     resolved = [r for r in rows if r.outcome is not None]
-    metrics = {"unresolvable": len(rows) - len(resolved),
-               **skill_metrics(np.array([r.probability for r in resolved]),
-                               np.array([r.base_rate for r in resolved]),
-                               np.array([r.outcome for r in resolved], dtype=np.float64))}
+    metrics = {"unresolvable": len(rows) - len(resolved), **_row_metrics(resolved)}
+    last_third = resolved[len(resolved) * 2 // 3:]  # a regime change shows here, not diluted by the older origins
+    if last_third:
+        tail = _row_metrics(last_third)
+        metrics |= {"last_third_from": last_third[0].origin.isoformat(), "last_third_n": tail["n"],
+                    **{f"last_third_{k}": tail[k] for k in ("brier", "skill_vs_base_rate", "skill_vs_half", "ece")}}
+    if any(r.basis for r in rows):
+        metrics["base_rate_candidates"] = dict(Counter(r.basis for r in rows).most_common())
+    if resolved and resolved[0].rule_probability is not None:
+        # the rule's own skill, before the spread of its drift driver is sampled
+        metrics["skill_vs_base_rate_before_sampling"] = skill(
+            float(np.mean([(r.rule_probability - r.outcome) ** 2 for r in resolved])), metrics["brier_base_rate"])
     return BacktestResult(series_id, frequency, series.label, spec, rule_version, rows, skipped,
                           perf_counter() - started, metrics)
+
+
+def _row_metrics(rows: list[BacktestRow]) -> dict:
+    return skill_metrics(np.array([r.probability for r in rows]), np.array([r.base_rate for r in rows]),
+                         np.array([r.outcome for r in rows], dtype=np.float64),
+                         np.array([r.window_rates for r in rows]).reshape(len(rows), len(ROLLING_WINDOWS_YEARS)))

@@ -3,10 +3,10 @@
 Everything comes from the vintage the forecaster could see at issue; empty observations are
 dropped, never filled. The rule works on arrays (dates as datetime64[D], values with NaN for an
 empty row) so the backtest can call it at thousands of origins (v3 computes its history once per
-question shape, each row from the rows up to it: `DriftRule`); `series_drivers` adapts a list of
-observations.
+question shape, each row from the rows up to it: `DriftRule`). The lane's rule since issue 27, v4,
+builds on v3 in `adaptive.py`.
 
-Rule "series-held-out-drift-v3" (RULE_VERSION, the lane's rule since it replaced v2 in issue 11):
+Rule "series-held-out-drift-v3" (RULE_VERSION, the lane's rule from issue 11 until v4 replaced it in issue 27):
 
 1. Horizon h and the change question exactly as in v2 (step 1 below). The rule needs at least
    max(MIN_HISTORY, h) visible h-period changes — at least one horizon's worth, so the base rate does
@@ -363,6 +363,41 @@ def _decayed_sums(x: np.ndarray, decay: float) -> np.ndarray:
     return lfilter([1.0], [1.0, -decay], x, axis=-1)
 
 
+def origin_outcomes(values: np.ndarray, satisfied: np.ndarray, horizon: int, enough_history: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Per origin s: the outcome of the change ending at s + h (0 where unusable), and whether s is
+    usable — a published row where the rule could forecast, whose outcome is in the file."""
+    outcome = np.full(len(values), np.nan)
+    outcome[:max(len(values) - horizon, 0)] = satisfied[horizon:]
+    usable = ~np.isnan(values) & ~np.isnan(outcome) & enough_history
+    return np.where(usable, outcome, 0.0), usable
+
+
+def held_out_sums(gain: np.ndarray, usable: np.ndarray, horizon: int, periods_per_year: float) -> np.ndarray:
+    """Rows Σ w, Σ w·gain, Σ w·gain² at every row i over the usable origins s <= i − h (their outcome
+    was published by row i), w halving every RECORD_HALF_LIFE_YEARS."""
+    record = np.zeros((3, len(gain)))
+    if len(gain) > horizon:
+        earlier = slice(0, len(gain) - horizon)
+        known = usable[earlier]
+        scored = np.where(known, gain[earlier], 0.0)
+        decay = 0.5 ** (1.0 / (RECORD_HALF_LIFE_YEARS * periods_per_year))
+        record[:, horizon:] = decay ** horizon * _decayed_sums(
+            np.stack([known.astype(np.float64), scored, scored ** 2]), decay)
+    return record
+
+
+def held_out_record(sums: np.ndarray, horizon: int) -> HeldOutRecord:
+    """The record's mean gain and its standard error from one column of `held_out_sums`."""
+    total, gain_sum, square_sum = sums
+    if total <= 0:
+        return HeldOutRecord(0.0, 0.0, 0.0)
+    mean = gain_sum / total
+    changes = total / horizon  # overlapping changes count as one
+    spread = math.sqrt(max(square_sum / total - mean ** 2, 0.0))
+    return HeldOutRecord(float(changes), float(mean), spread / math.sqrt(max(changes, 1.0)))
+
+
 @dataclass(frozen=True)
 class HeldOutRecord:
     """How the drift did against the base rate on the earlier origins whose outcome was known at issue."""
@@ -410,47 +445,48 @@ class DriftHistory:
         drift = (recent_hits + prior * base) / (recent + prior)
         # Held-out record: origin s (a published row where the rule could forecast) is scored on the
         # change ending at s + h, so at row i it covers s <= i − h.
-        record = np.zeros((3, len(values)))
-        if len(values) > horizon:
-            earlier = slice(0, len(values) - horizon)
-            outcome = satisfied[horizon:]
-            usable = ~np.isnan(values[earlier]) & ~np.isnan(outcome) & enough_history[earlier]
-            outcome = np.where(usable, outcome, 0.0)
-            gain = np.where(usable, (base[earlier] - outcome) ** 2 - (drift[earlier] - outcome) ** 2, 0.0)
-            decay = 0.5 ** (1.0 / (RECORD_HALF_LIFE_YEARS * periods_per_year))
-            record[:, horizon:] = decay ** horizon * _decayed_sums(
-                np.stack([usable.astype(np.float64), gain, gain ** 2]), decay)
+        outcome, usable = origin_outcomes(values, satisfied, horizon, enough_history)
+        gain = (base - outcome) ** 2 - (drift - outcome) ** 2
+        record = held_out_sums(gain, usable, horizon, periods_per_year)
         return cls(horizon, enough_history, counts, base, drift, (recent + prior) / horizon, record)
 
     def held_out(self, i: int) -> HeldOutRecord:
-        total, gain_sum, square_sum = self.record[:, i]
-        if total <= 0:
-            return HeldOutRecord(0.0, 0.0, 0.0)
-        mean = gain_sum / total
-        changes = total / self.horizon  # overlapping changes count as one
-        spread = math.sqrt(max(square_sum / total - mean ** 2, 0.0))
-        return HeldOutRecord(float(changes), float(mean), spread / math.sqrt(max(changes, 1.0)))
+        return held_out_record(self.record[:, i], self.horizon)
 
     def drivers(self, i: int, question: BoundQuestion, required: float) -> tuple[float, list[Driver]]:
         """Base rate and the (gated) drift as known at row i."""
-        if not self.enough_history[i]:
-            raise ForecastInputError(
-                f"{question.series_id}: {self.known_changes[i]} visible {self.horizon}-period changes; the driver "
-                f"rule needs at least {max(MIN_HISTORY, self.horizon)} (one horizon's worth, and {MIN_HISTORY})")
+        check_history(bool(self.enough_history[i]), int(self.known_changes[i]), self.horizon, question)
         record = self.held_out(i)
         base_rate, drift, independent = float(self.base[i]), float(self.drift[i]), float(self.drift_changes[i])
         claim = f"'{question.comparator} {required:+.4g}'"
-        weight = 1.0 if record.passed else 0.0
-        return base_rate, [Driver(
-            name=DRIFT_DRIVER, weight=weight, effect=float(_logit(drift) - _logit(base_rate)),
-            # sampling sd of the drifted share's log-odds, from the independent changes behind it
-            effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
+        return base_rate, [drift_driver(
+            drift, base_rate, "the base rate", independent, record.passed,
             hypothesis=(f"the share of {question.series_id}'s {self.horizon}-period changes satisfying {claim} has "
                         f"drifted from its whole-history base rate {base_rate:.3f}: recently it is {drift:.3f}"),
-            rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
-                       f"the base rate by {DRIFT_PRIOR_CHANGES:g} changes' worth (about {independent:.0f} independent "
-                       f"changes behind it); {record.words()} — weight {weight:g}"),
-        )]
+            record_words=record.words())]
+
+
+def check_history(enough: bool, known_changes: int, horizon: int, question: BoundQuestion) -> None:
+    """Rules v3 and v4 forecast only from at least max(MIN_HISTORY, h) visible h-period changes."""
+    if not enough:
+        raise ForecastInputError(
+            f"{question.series_id}: {known_changes} visible {horizon}-period changes; the driver "
+            f"rule needs at least {max(MIN_HISTORY, horizon)} (one horizon's worth, and {MIN_HISTORY})")
+
+
+def drift_driver(drift: float, anchor: float, anchor_name: str, independent: float, passed: bool, *,
+                 hypothesis: str, record_words: str) -> Driver:
+    """The "base-rate drift" driver of rules v3 and v4: the drifted share as a log-odds shift from
+    the rate it was shrunk toward, counting (weight 1) only when its held-out record passed."""
+    weight = 1.0 if passed else 0.0
+    return Driver(
+        name=DRIFT_DRIVER, weight=weight, effect=float(_logit(drift) - _logit(anchor)),
+        # sampling sd of the drifted share's log-odds, from the independent changes behind it
+        effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
+        hypothesis=hypothesis,
+        rationale=(f"share of the visible changes with half-life {DRIFT_HALF_LIFE_YEARS:g} years, shrunk toward "
+                   f"{anchor_name} by {DRIFT_PRIOR_CHANGES:g} changes' worth (about {independent:.0f} independent "
+                   f"changes behind it); {record_words} — weight {weight:g}"))
 
 
 class DriftRule:
@@ -501,9 +537,3 @@ def legacy_drivers_for(view: SeriesView, question: BoundQuestion) -> tuple[float
                        f"{int(satisfied.sum())} of {len(satisfied)} over the whole history"),
         ))
     return base_rate, drivers
-
-
-def series_drivers(observations: Sequence[Observation], question: BoundQuestion, frequency: str
-                   ) -> tuple[float, list[Driver]]:
-    """Rule v3 (RULE_VERSION) for `question` from the observations visible at issue."""
-    return drivers_for(SeriesView.of(observations), question, frequency)

@@ -4,12 +4,19 @@ Model, per simulated world j:
 
     L_j = logit(base_rate) + sum_i weight_i * X_ij,   X_ij ~ Normal(effect_i, effect_sd_i)
     q_j = sigmoid(L_j)                                  (the event's probability in world j)
-    Y_j ~ Bernoulli(q_j)                                (whether the event happens in world j)
 
 Effects are in log-odds units; a weight in [0, 1] scales a driver's effect (and its spread). The
-published distribution is that of q (quantiles and a histogram); the point estimate is the share of
-worlds in which the event happens, mean(Y); the interval is the 95 % Monte-Carlo sampling interval
-of that share — how far sampling alone could move the estimate, NOT uncertainty about the world.
+published distribution is that of q (quantiles and a histogram); the point estimate is the mean of
+q over the worlds, the Monte-Carlo estimate of P(event) = E[q]; the interval is its 95 % Monte-Carlo
+sampling interval — how far sampling alone could move the estimate, NOT uncertainty about the world.
+
+Until issue 27 (MC "mc-logit-bernoulli-v1", still recorded on the forecasts it made) the estimate
+was the share of worlds in which a Bernoulli(q_j) draw came up: the same expectation, plus the
+binomial noise of those draws (sd 0.005 at 10,000 worlds), which moved even a forecast with no
+driver counting off its rule's probability. The mean of q is that estimate with the draws
+integrated out (Rao–Blackwell): it never has more sampling variance, and it is exactly the rule's
+probability when no driver with a spread counts — its interval is then a point, because sampling
+cannot move it.
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from forum_atlas.forecasting.distribution import Distribution, summarise
-from forum_atlas.forecasting.interval import SamplingInterval, sampling_interval
+from forum_atlas.forecasting.interval import SamplingInterval, mean_interval
 
-MC_VERSION = "mc-logit-bernoulli-v1"
+MC_VERSION = "mc-logit-mean-v2"
 BIT_GENERATOR = "SFC64"  # recorded with the seed: a seed only replays on the same generator
 HIGH_CONFIDENCE_SAMPLES = 10_000
 DEFAULT_SAMPLES = 1_000
@@ -97,21 +104,20 @@ def simulate(base_rate: float, drivers: Sequence[Driver], *, n_samples: int, see
     if n_samples < 2:
         raise ForecastInputError("n_samples must be at least 2")
     rng = np.random.Generator(np.random.SFC64(seed))
-    centre = math.log(base_rate / (1.0 - base_rate))
+    shift = np.zeros(n_samples)
     if drivers:
         weights = np.array([d.weight for d in drivers])
         means = np.array([d.effect for d in drivers])
         sds = np.array([d.effect_sd for d in drivers])
-        centre += float(weights @ means)
         # sum_i w_i * (mu_i + sd_i * Z_ij) for all worlds in one matrix-vector product. float32 draws
         # halve the cost of the dominant step; log-odds need nowhere near float64 precision.
         scale = (weights * sds).astype(np.float32)
-        log_odds = rng.standard_normal((n_samples, len(drivers)), dtype=np.float32) @ scale + np.float32(centre)
-    else:
-        log_odds = np.full(n_samples, centre)
-    q = 1.0 / (1.0 + np.exp(-log_odds.astype(np.float64)))
-    happens = rng.random(n_samples) < q
-    interval = sampling_interval(int(happens.sum()), n_samples)
+        shift += (rng.standard_normal((n_samples, len(drivers)), dtype=np.float32) @ scale).astype(np.float64)
+        shift += float(weights @ means)
+    # A world no driver moves has exactly the base rate (logit then sigmoid would round it).
+    q = np.where(shift == 0.0, base_rate,
+                 1.0 / (1.0 + np.exp(-(math.log(base_rate / (1.0 - base_rate)) + shift))))
+    interval = mean_interval(q)
     return SimulationResult(
         probability=interval.estimate,
         interval=interval,

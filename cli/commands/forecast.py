@@ -46,8 +46,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     against = backtest.add_mutually_exclusive_group()
     against.add_argument("--threshold", type=float, help="compare the target with this fixed value")
     against.add_argument("--against-origin", action="store_true", help="compare with the origin's value (default)")
-    backtest.add_argument("--rule", choices=["v3", "v2", "v1"], default="v3",
-                          help="v3: the lane's rule; v2, v1: the rules it replaced (issue 11)")
+    backtest.add_argument("--rule", choices=["v4", "v3", "v2", "v1"], default="v4",
+                          help="v4: the lane's rule (issue 27); v3, v2, v1: the rules it replaced")
     backtest.add_argument("--column", help="column of a year/quarter table (default realgdp)")
     backtest.add_argument("--vintage", type=int, help="stored vintage id when the source is a series id")
     backtest.add_argument("--seed", type=int, default=0)
@@ -172,12 +172,17 @@ def _backtest(args: argparse.Namespace) -> int:
                         end=args.end, comparator=args.comparator, threshold=args.threshold, rule=args.rule,
                         seed=args.seed)
     result = run_backtest(series, spec)
-    summary = {k: v for k, v in result.summary().items() if k != "reliability_bins"}
+    summary = {k: v for k, v in result.summary().items() if k not in ("reliability_bins", "base_rate_candidates")}
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
         print(table(["measure", "value"], [(k, f"{v:.4f}" if isinstance(v, float) else v)
                                            for k, v in summary.items()]))
+        for name, count in result.metrics.get("base_rate_candidates", {}).items():
+            print(f"base-rate candidates {name}: {count} origins")
+        print(table(["ECE bin", "n", "mean forecast", "observed frequency"],
+                    [(f"[{b['lower']:.1f}, {b['upper']:.1f}]", b["n"], f"{b['mean_forecast']:.3f}",
+                      f"{b['observed_frequency']:.3f}") for b in result.metrics.get("reliability_bins", [])]))
         for note in result.notes:
             print(f"note: {note}")
     print(f"elapsed: {result.seconds:.2f} s", file=sys.stderr)  # timing varies; stdout stays reproducible

@@ -22,6 +22,8 @@ def test_backtest_prints_the_same_numbers_twice_without_prefect(database_url, tm
                                   "--threshold", "5", "--comparator", "<", "--rule", "v1", "--out", str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "series-climatology-momentum-v1" in out.stdout and "real-time revisions" in out.stdout
+    # issue 27: three references, the last third of the origins and the ECE bin table
+    assert all(k in out.stdout for k in ("skill_vs_half", "skill_vs_hindsight_window", "last_third_ece", "ECE bin"))
     assert (tmp_path / "reliability.png").exists() and json.loads((tmp_path / "backtest.json").read_text())["rows"]
 
 

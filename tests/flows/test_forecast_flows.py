@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forum_atlas.forecasting.drivers import RULE_VERSION
+from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 
@@ -221,7 +221,9 @@ def test_backtest_flow_on_a_stored_vintage_and_on_a_file_publishes_the_reliabili
     assert stored["source"] == "UNRATE vintage 2026-03 (#1)" and from_file["source"] == unrate.name
     # the same observations give the same numbers, whichever way they were read
     assert {k: v for k, v in stored.items() if k != "source"} == {k: v for k, v in from_file.items() if k != "source"}
-    assert stored["unresolvable"] == 1 and stored["n"] > 150 and stored["rule"] == RULE_VERSION   # the lane's rule
+    assert stored["unresolvable"] == 1 and stored["n"] > 150
+    assert stored["rule"] == ADAPTIVE_RULE_VERSION  # the lane's rule
+    assert {"skill_vs_half", "skill_vs_hindsight_window", "last_third_ece"} <= set(stored)  # issue 27's references
     assert (tmp_path / "reliability.png").read_bytes()[:4] == b"\x89PNG"
     with get_client(sync_client=True) as client:
         [artifact, *_] = client.read_artifacts(artifact_filter=ArtifactFilter(

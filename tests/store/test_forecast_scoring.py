@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from forum_atlas.forecasting.backtest import read_series_file
 from forum_atlas.forecasting.binding import BindingError
-from forum_atlas.forecasting.drivers import RULE_VERSION
+from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION
 from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.forecasting.montecarlo import ForecastInputError
@@ -248,7 +248,9 @@ def test_a_registered_new_series_binds_and_resolves(db, series, tmp_path):
         row = repo.get_forecast(conn, bound["forecast_id"])
         assert sorted(repo.series_registry(conn)) == ["CPIAUCSL", "DGS10", "FEDFUNDS", "MACROUNEMP", "UNRATE"]
     assert (row["target_date"], row["reference_date"]) == (date(2009, 1, 1), date(2008, 10, 1))
-    assert row["engine"]["drivers"] == RULE_VERSION
+    assert row["engine"]["drivers"] == ADAPTIVE_RULE_VERSION
+    # the published probability says which base rate it came from, and its held-out record
+    assert {"base_rate_candidates", "held_out_brier_gain", "recalibrated"} <= set(row["engine"]["base_rate"])
     run = nightly(db, at(2009, 11, 2))
     assert (run.resolved, run.unresolvable) == (1, 0)
     with db.connection() as conn:

@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 import pytest
 
 from forum_atlas.forecasting.binding import BindingError
-from forum_atlas.forecasting.drivers import RULE_VERSION, series_drivers
+from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION, adaptive_answer
 from forum_atlas.forecasting.lane import LaneQuestion, bind_question
 from forum_atlas.series.connectors import FileConnector
 from forum_atlas.series.registry import SeriesInfo, SeriesRegistry
@@ -33,10 +33,11 @@ def test_rolling_month_over_month_question(unrate_2025_04):
     assert (q.target_date, q.reference_date) == (date(2025, 4, 1), date(2025, 3, 1))
     assert q.deadline == datetime(2025, 6, 15, tzinfo=timezone.utc)
     assert q.text.startswith("Will UNRATE for 2025-04 be > its 2025-03 value?")
-    base_rate, drivers = series_drivers(unrate_2025_04, q, "monthly")
-    assert 0 < base_rate < 1
-    assert [d.name for d in drivers] == ["base-rate drift"]
-    assert RULE_VERSION == "series-held-out-drift-v3"
+    base_rate, drivers, record = adaptive_answer(unrate_2025_04, q, "monthly")
+    assert 0 < base_rate < 1 and base_rate == record["whole_history_rate"]
+    assert [d.name for d in drivers] == ["adaptive base rate", "base-rate drift", "recalibration"]
+    assert ADAPTIVE_RULE_VERSION == "series-adaptive-base-rate-v4"
+    assert " + ".join(record["base_rate_candidates"]) in drivers[0].rationale  # it says which rates it rests on
     for driver in drivers:  # every driver says what it claims and why it counts (or not)
         assert driver.hypothesis and "earlier origins" in driver.rationale and driver.weight in (0.0, 1.0)
         assert ("passed" if driver.weight else "failed") in driver.rationale
@@ -74,5 +75,5 @@ def test_daily_targets_must_be_weekdays_and_holidays_stay_missing(shared_data):
     # a weekday holiday is an observation date: it binds, and resolves unresolvable if its row is empty
     q = bind_question(LaneQuestion(**spec, target_date=date(2021, 1, 18)), dgs10, issued, REGISTRY)
     assert q.target_date == date(2021, 1, 18)
-    base_rate, drivers = series_drivers(dgs10, q, "daily")
+    drivers = adaptive_answer(dgs10, q, "daily").drivers
     assert "10-period changes" in drivers[0].hypothesis  # business days 2021-01-04 → 01-18, not 14 calendar days

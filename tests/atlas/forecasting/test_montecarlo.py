@@ -10,7 +10,7 @@ import pytest
 from scipy import integrate
 
 from forum_atlas.forecasting.distribution import QUANTILE_LEVELS, quantiles_of_sorted, summarise
-from forum_atlas.forecasting.interval import CI_BASIS, Z_95, sampling_interval, wilson
+from forum_atlas.forecasting.interval import CI_BASIS, Z_95
 from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError, samples_for, simulate
 
 DRIVERS = [Driver("a", "h1", effect=0.8, effect_sd=0.6, weight=0.5),
@@ -45,24 +45,24 @@ def test_seed_replays_exactly_and_different_seeds_differ():
 
 def test_interval_is_mean_plus_minus_196_sd_over_root_n_with_ddof_1():
     result = simulate(0.3, DRIVERS, n_samples=1_000, seed=7)
-    k = round(result.probability * 1_000)
-    outcomes = np.r_[np.ones(k), np.zeros(1_000 - k)]
-    half = Z_95 * np.std(outcomes, ddof=1) / math.sqrt(1_000)
+    worlds = np.random.Generator(np.random.SFC64(7)).standard_normal((1_000, 3), dtype=np.float32)
+    shift = (worlds @ np.array([d.weight * d.effect_sd for d in DRIVERS], dtype=np.float32)).astype(np.float64)
+    q = 1 / (1 + np.exp(-(math.log(0.3 / 0.7) + sum(d.weight * d.effect for d in DRIVERS) + shift)))
+    half = Z_95 * np.std(q, ddof=1) / math.sqrt(1_000)
+    assert result.probability == pytest.approx(q.mean(), abs=1e-12)  # the mean of the worlds' probabilities
     assert result.interval.method == "normal" and result.interval.basis == CI_BASIS == "monte_carlo_sampling_95"
-    assert result.interval.low == pytest.approx(outcomes.mean() - half, abs=1e-12)
-    assert result.interval.high == pytest.approx(outcomes.mean() + half, abs=1e-12)
+    assert result.interval.low == pytest.approx(q.mean() - half, abs=1e-12)
+    assert result.interval.high == pytest.approx(q.mean() + half, abs=1e-12)
     assert "not a statement of uncertainty about the world" in result.interval.wording
 
 
-def test_wilson_interval_where_the_estimate_sits_at_zero_or_one():
-    nothing = simulate(1e-6, [], n_samples=1_000, seed=1)
-    assert nothing.probability == 0.0 and nothing.interval.method == "wilson"
-    assert nothing.interval.low == 0.0
-    assert nothing.interval.high == pytest.approx(Z_95 ** 2 / (1_000 + Z_95 ** 2))
-    everything = sampling_interval(1_000, 1_000)
-    assert everything.method == "wilson" and everything.high == 1.0
-    assert everything.low == pytest.approx(1 - Z_95 ** 2 / (1_000 + Z_95 ** 2))
-    assert wilson(3, 10) == pytest.approx((0.1078, 0.6032), abs=1e-4)  # textbook value for 3/10
+def test_without_a_driver_that_moves_a_world_the_estimate_is_exactly_the_base_rate():
+    for base_rate in (1e-6, 0.1, 0.3, 0.7303, 0.97):
+        unmoved = [Driver("off", "h", effect=0.8, effect_sd=0.5, weight=0.0), Driver("flat", "h", 0.0, 0.0, 1.0)]
+        for drivers in ([], unmoved):
+            result = simulate(base_rate, drivers, n_samples=1_000, seed=1)
+            assert result.probability == base_rate  # no sampling noise around the rule's probability
+            assert (result.interval.low, result.interval.high, result.interval.sd) == (base_rate, base_rate, 0.0)
 
 
 def test_coverage_of_the_sampling_interval_is_about_95_percent():
