@@ -20,8 +20,9 @@ A claim whose quote is found verbatim (whole words) keeps [SOURCED] only when al
     context puts the opposite direction on that word ("increases plaque" / "reduced plaque"), that
     is a clash. Every clash is counted, not only the first.
 (d) `negation_clash` — the negations of the claim and of the context around the words they share
-    (from six words before the quote or the first shared word, whichever is earlier, to the last
-    shared word) agree in number modulo two.
+    (from six words before the quote or the first shared word, whichever is earlier — or from the
+    start of the quote's clause when that is earlier still — to the last shared word) agree in number
+    modulo two.
 
 A claim is read against one sentence at a time: a quote spanning sentences grounds a claim only if
 one of its sentences carries all of it. Where the quote occurs more than once, any occurrence's
@@ -92,6 +93,7 @@ SCOPE_WORDS = frozenset("""mice mouse murine rat rats rodent rodents animal anim
 drosophila primate primates porcine bovine canine pilot simulated simulation hypothetical""".split())
 _NUMBER = re.compile(r"\d")
 _SYMBOL = re.compile(r"[<>=≤≥±]")
+_CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|whereas|although|though|however|while)\b", re.IGNORECASE)
 _ENTITY = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
 
 
@@ -260,7 +262,11 @@ def _ground_in(c: _Reading, claim: str, quote: str, context: str, quote_at: int)
         inside = [o.pos for o in found if quote_lo <= o.pos <= quote_hi]
         if inside or found:
             positions.append(inside[0] if inside else min(found, key=lambda o: abs(o.pos - quote_lo)).pos)
-    lo, hi = (min(*positions, quote_lo) - NEGATION_WINDOW, max(positions)) if positions else (0, -1)
+    # back to the start of the quote's clause when that is further ("None of the trials that … found that")
+    boundaries = list(_CLAUSE_BREAK.finditer(context[:quote_at]))
+    clause_lo = len(_tokens(context[:boundaries[-1].end()])) if boundaries else 0
+    lo = min(*positions, quote_lo) - NEGATION_WINDOW if positions else 0
+    lo, hi = (min(lo, clause_lo), max(positions)) if positions else (0, -1)
     own = [w.pos for w in first]
     context_negations = [p for p in s.negations if lo <= p <= hi]
     claim_negations = [p for p in c.negations if own and min(own) - NEGATION_WINDOW <= p <= max(own)]

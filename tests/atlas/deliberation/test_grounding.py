@@ -62,6 +62,9 @@ REFUSED = [
      "negation_clash", "1 around"),
     ("Vitamin D supplementation did not reduce hip fractures in adults over 65.", TRIAL, "negation_clash", ""),
     ("Drug Y causes liver damage in adults.", "cause liver damage in adults.", MODELS, "negation_clash", ""),
+    ("Vitamin D reduces fracture risk in women.", "vitamin D reduces fracture risk in women",   # a negation far back
+     "None of the twelve trials that enrolled older adults between 2001 and 2010 found that vitamin D reduces "
+     "fracture risk in women.", "negation_clash", ""),
 ]
 
 
