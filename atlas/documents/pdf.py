@@ -118,7 +118,7 @@ def read_pdf(path: Path, *, password: str | None = None, on_page: Callable[[int]
         first_page_raw = "\n".join(pages[0])
         visible = sum(len("".join(line.split())) for lines in pages for line in lines)
         if visible < MIN_CHARS_PER_PAGE * len(pages):
-            raise DocumentError("no_text_layer", f"no text layer ({visible} characters on {len(pages)} page{"s" if len(pages) > 1 else ""}): the "
+            raise DocumentError("no_text_layer", f"no text layer ({visible} characters on {len(pages)} page{'s' if len(pages) > 1 else ''}): the "
                                                  "pages are images, and OCR is not done")
         pages = cleaning.remove_running_lines(pages)
         page_texts = ["\n".join(lines).strip("\n") for lines in pages]
