@@ -51,10 +51,10 @@ class ReadDocument:
 
     def metadata(self, file: str) -> dict[str, Any]:
         """What the document row keeps besides title and text (forum.documents.metadata)."""
+        paged = {"page_starts": self.page_starts} if self.kind == "pdf" else {}   # a web page has no "p. 1"
         return {
-            "file": file, "kind": self.kind, "reader": self.reader, "reader_version": self.reader_version,
-            "page_starts": self.page_starts, "sections": [[s.start, s.level, s.title] for s in self.sections],
-            "authors": self.authors, "doi": self.doi,
+            "file": file, "kind": self.kind, "reader": self.reader, "reader_version": self.reader_version, **paged,
+            "sections": [[s.start, s.level, s.title] for s in self.sections], "authors": self.authors, "doi": self.doi,
         }
 
 
