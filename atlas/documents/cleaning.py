@@ -91,13 +91,22 @@ def _running_key(line: str) -> str:
 def remove_running_lines(pages: Sequence[Sequence[str]], min_pages: int = 3) -> list[list[str]]:
     """Drop running heads, footers and page numbers: lines among the first or last `EDGE_LINES` of a page
     that repeat (numbers ignored) on at least `min_pages` pages (on every page of a shorter document
-    of two or more pages), and edge lines that are only a page number."""
+    of two or more pages), and edge lines that are only a page number.
+
+    A line that is all there is on most of the pages it repeats on is their content, not a running
+    head (the same text on every page of a short document, a "see legend on previous page" figure page).
+    """
     edges = [set(range(min(EDGE_LINES, len(lines)))) | set(range(max(len(lines) - EDGE_LINES, 0), len(lines)))
              for lines in pages]
-    counts = Counter(key for lines, edge in zip(pages, edges)
-                     for key in {_running_key(lines[i]) for i in edge if lines[i].strip()})
+    pages_with: Counter[str] = Counter()
+    alone_on: Counter[str] = Counter()
+    for lines, edge in zip(pages, edges):
+        keys = {_running_key(lines[i]) for i in edge if lines[i].strip()}
+        others = {_running_key(line) for line in lines if line.strip()}
+        pages_with.update(keys)
+        alone_on.update(key for key in keys if others == {key})
     needed = min(min_pages, len(pages)) if len(pages) >= 2 else len(pages) + 1
-    running = {key for key, n in counts.items() if n >= needed}
+    running = {key for key, n in pages_with.items() if n >= needed and alone_on[key] * 2 < n}
     return [[line for i, line in enumerate(lines)
              if not (i in edge and line.strip() and (_running_key(line) in running or _PAGE_NUMBER.match(line)))]
             for lines, edge in zip(pages, edges)]

@@ -96,15 +96,19 @@ def _title(meta_title: str, first_page: list[str]) -> str:
 
 
 def _sections(document: pdfium.PdfDocument, page_texts: list[str], page_starts: list[int]) -> list[Section]:
-    """The outline (bookmarks): each title placed where it is printed on its page, else at the page's start."""
+    """The outline (bookmarks): each title placed where it is printed on its page (after the previous title
+    found there), else at the page's start."""
     sections = []
+    searched_from: dict[int, int] = {}
     for bookmark in document.get_toc(max_depth=8):
         dest = bookmark.get_dest()
         index = dest.get_index() if dest is not None else None
         title = " ".join(cleaning.clean_fragment(bookmark.get_title() or "").split())
         if index is None or not title or index >= len(page_texts):
             continue
-        found = page_texts[index].find(title)
+        found = page_texts[index].find(title, searched_from.get(index, 0))
+        if found >= 0:
+            searched_from[index] = found + len(title)
         sections.append(Section(page_starts[index] + max(found, 0), bookmark.level + 1, title))
     return sorted(sections, key=lambda s: s.start)
 
