@@ -6,9 +6,17 @@ and punctuation are kept, so a changed capital or comma fails. "Whitespace" is e
 `str.split()` splits on (ASCII \\t \\n \\v \\f \\r and space, \\x1c-\\x1f, \\x85, \\xa0, \\u1680,
 \\u2000-\\u200a, \\u2028, \\u2029, \\u202f, \\u205f, \\u3000); the database function
 `forum.citation_verbatim_matches` uses the same set, and a test holds the two together.
+
+One difference is forgiven because it is only layout (sql/091): a quote copied from a PDF viewer keeps a
+word's line-break hyphen ("recom- mended", "T- cell") where the stored text has the word whole. Such a quote
+also matches in two readings: hyphen and space dropped between lower-case ASCII letters and the space alone
+dropped elsewhere ("recommended", "T-cell"), or the space alone dropped everywhere ("well-known"). Case,
+punctuation and wording must still be exact.
 """
 
 from __future__ import annotations
+
+import re
 
 # The characters str.split() treats as whitespace (Python 3.11, every code point checked by tests).
 WHITESPACE = frozenset(
@@ -23,13 +31,26 @@ def normalize_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+_BROKEN_WORD = re.compile(r"([A-Za-z0-9])- (?=[A-Za-z0-9])")
+_BROKEN_LOWER_WORD = re.compile(r"([a-z])- (?=[a-z])")
+
+
+def quote_readings(quote: str) -> list[str]:
+    """The normalised quote, then (if it has a word broken by a line-break hyphen) its two rejoined readings."""
+    needle = normalize_whitespace(quote)
+    if not needle or not _BROKEN_WORD.search(needle):
+        return [needle] if needle else []
+    joined = _BROKEN_WORD.sub(r"\1-", _BROKEN_LOWER_WORD.sub(r"\1", needle))
+    return [needle, joined, _BROKEN_WORD.sub(r"\1-", needle)]
+
+
 def quote_in_passage(quote: str | None, passage: str | None) -> bool:
-    """True iff the quote, whitespace-normalised, occurs in the whitespace-normalised passage.
-    An empty or whitespace-only quote never matches."""
+    """True iff the quote, whitespace-normalised (or one of its rejoined readings), occurs in the
+    whitespace-normalised passage. An empty or whitespace-only quote never matches."""
     if quote is None or passage is None:
         return False
-    needle = normalize_whitespace(quote)
-    return bool(needle) and needle in normalize_whitespace(passage)
+    haystack = normalize_whitespace(passage)
+    return any(needle in haystack for needle in quote_readings(quote))
 
 
 def quote_span(quote: str | None, passage: str | None) -> tuple[int, int] | None:
@@ -40,8 +61,8 @@ def quote_span(quote: str | None, passage: str | None) -> tuple[int, int] | None
     equals the normalised quote."""
     if quote is None or passage is None:
         return None
-    needle = normalize_whitespace(quote)
-    if not needle:
+    readings = quote_readings(quote)
+    if not readings:
         return None
     # The normalised passage, with each of its characters mapped back to the original: a kept
     # character to itself, a collapsed run of whitespace to the run's first character.
@@ -61,8 +82,10 @@ def quote_span(quote: str | None, passage: str | None) -> tuple[int, int] | None
             chars.append(passage[i])
             origin.append(i)
             i += 1
-    at = "".join(chars).find(needle)
-    if at < 0:
-        return None
-    # The needle neither starts nor ends with a space, so both ends map to real characters.
-    return origin[at], origin[at + len(needle) - 1] + 1
+    haystack = "".join(chars)
+    for needle in readings:
+        at = haystack.find(needle)
+        if at >= 0:
+            # The needle neither starts nor ends with a space, so both ends map to real characters.
+            return origin[at], origin[at + len(needle) - 1] + 1
+    return None

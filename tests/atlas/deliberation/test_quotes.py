@@ -90,3 +90,16 @@ def test_a_match_may_not_span_a_collapsed_run_it_does_not_contain():
     # "ab" does not occur in "a b": normalisation collapses runs, it never removes them.
     assert not quote_in_passage("ab", "a b")
     assert quote_span("a b", "a \t\n b") == (0, 6)
+
+
+def test_a_line_break_hyphen_from_a_pdf_viewer_is_forgiven_and_nothing_else():
+    passage = "It is recommended for the T-cell count, a well-known marker (EF-1A)."
+    for quote, highlighted in (("recom- mended for the T- cell count", "recommended for the T-cell count"),
+                               ("a well- known marker", "a well-known marker"), ("(EF- 1A).", "(EF-1A)."),
+                               ("is recom-\nmended", "is recommended")):
+        assert quote_in_passage(quote, passage), quote
+        start, end = quote_span(quote, passage)
+        assert passage[start:end] == highlighted
+    for quote in ("Recom- mended", "recom- mended, for", "recom- mends", "T- Cell"):
+        assert not quote_in_passage(quote, passage), quote
+        assert quote_span(quote, passage) is None
