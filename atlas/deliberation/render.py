@@ -187,7 +187,8 @@ class _Flavor:
     def pill(self, citation: CitationView) -> str:
         facts = " · ".join(self.esc(f) for f in _pill_facts(citation))
         label, title = self.esc(citation.label), self.esc(_shorten(citation.title))
-        title += self.esc(_pages_suffix(citation))
+        pages = format_pages(citation.first_page, citation.last_page)
+        title += f" · {self.esc(pages)}" if pages else ""
         if self.markdown:
             return f"(**{label}** · {title} · {facts})"
         return f"[{label} · {title} · {facts}]"
