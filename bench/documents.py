@@ -112,7 +112,7 @@ def extraction_table(files: list[Path], repeats: int, compare: bool) -> None:
         if compare:
             texts = {f.name: "\n".join(extract(f)) for f in files}
             row += " " + " | ".join(str(v) for v in _quality(texts, questions)) + " |"
-        print(row)
+        print(row, flush=True)
 
 
 def _other_libraries() -> dict:
@@ -161,7 +161,7 @@ def _child(corpus: str, data_dir: str, retrieval: bool) -> None:
     os.environ["ATLAS_DATA_DIR"] = data_dir
     shared_database(settings_from_env())   # the database exists before the run: its seconds are the input's
     warm_up_in_background().join()
-    documents = Path(corpus).is_dir()
+    documents = Path(corpus).suffix != ".jsonl"
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         summary = ingest(corpus, batch_size=100 if documents else 1000,
                          source=SourceParams(**SOURCE) if documents else None)
@@ -251,27 +251,26 @@ def _row(label: str, result: dict, floor_pages_per_second: float | None = None) 
 
 
 def end_to_end(copies: int, long_pages: int) -> None:
+    """Each row is printed as soon as its subprocess is done."""
     files = [*PAPERS, THESIS]
     floor = sum(len(raw_pages(f)) for f in files) / _median_seconds(lambda: [raw_pages(f) for f in files], 3)
+    print(f"\n## End to end (the ingest flow; floor: raw pypdfium2 on the same five files, {floor:.0f} pages/s in this run)\n")
+    print("| input | files | pages | chunks | seconds | pages/s | × floor | chunks/s | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="atlas-bench-docs-files-") as tmp:
         tmp = Path(tmp)
-        library = _link_folder(tmp / "library", files)
-        rows = [("four papers + thesis, hashed", _run(library, "hashed"))]
+        print(_row("four papers + thesis, hashed", _run(_link_folder(tmp / "library", files), "hashed"), floor), flush=True)
         onnx = _run(_link_folder(tmp / "library-onnx", files), "onnx-minilm", retrieval=True)
-        rows.append(("four papers + thesis, onnx-minilm (default)", onnx))
+        print(_row("four papers + thesis, onnx-minilm (default)", onnx, floor), flush=True)
         if copies:
-            rows.append((f"folder: {copies} copies of the four papers, hashed",
-                         _run(_link_folder(tmp / "copies", PAPERS, copies), "hashed")))
+            print(_row(f"folder: {copies} copies of the four papers, hashed",
+                       _run(_link_folder(tmp / "copies", PAPERS, copies), "hashed"), floor), flush=True)
         if long_pages:
             long_folder = tmp / "long"
             long_folder.mkdir()
-            rows.append((f"one {long_pages:,}+-page PDF, hashed", _run(_long_pdf(long_folder / "long.pdf", long_pages), "hashed")))
-        rows.append(("reference: today's ingest, 200 SciFact abstracts (JSONL), hashed", _run(SAMPLE, "hashed")))
-    print(f"\n## End to end (the ingest flow; floor: raw pypdfium2 on the same five files, {floor:.0f} pages/s in this run)\n")
-    print("| input | files | pages | chunks | seconds | pages/s | × floor | chunks/s | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for label, result in rows:
-        print(_row(label, result, floor))
+            print(_row(f"one {long_pages:,}+-page PDF, hashed",
+                       _run(_long_pdf(long_folder / "long.pdf", long_pages), "hashed"), floor), flush=True)
+        print(_row("reference: today's ingest, 200 SciFact abstracts (JSONL), hashed", _run(SAMPLE, "hashed")), flush=True)
     r = onnx["retrieval"]
     print(f"\n## Retrieval on the four papers (+ thesis): {r['questions']} questions, reference over {r['windows']} "
           f"windows of {WINDOW} characters\n")
