@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from forum_atlas.documents.detect import SNIFF_BYTES, check_docx, sniff
-from forum_atlas.documents.model import DocumentError, ReadDocument, Section
+from forum_atlas.documents.model import DocumentError, ReadDocument
 from forum_atlas.documents.text import read_text
 
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
