@@ -13,7 +13,7 @@ import numpy as np
 
 from forum_atlas.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
 from forum_atlas.embeddings.base import Embedder
-from forum_atlas.records import RawBatch, Record
+from forum_atlas.records import FileOutcome, RawBatch, Record
 
 
 @dataclass(frozen=True)
@@ -151,12 +151,13 @@ class BatchInFlight:
     while an opaque object passes in ~10 ms.
     """
 
-    __slots__ = ("number", "raw", "rows", "records", "new_records", "stored_chunks", "prepared")
+    __slots__ = ("number", "raw", "rows", "files", "records", "new_records", "stored_chunks", "prepared")
 
     def __init__(self, number: int, raw: object):
         self.number = number
         self.raw = raw
         self.rows: list[dict] = []
+        self.files: list[FileOutcome] = []     # a batch of documents: every file's outcome
         self.records: list[Record] = []
         self.new_records: list[Record] = []
         self.stored_chunks: list[StoredChunk] = []

@@ -1,16 +1,18 @@
 """Input formats for ingestion, read as a stream of raw rows.
 
-Three formats: JSONL records, folders of Markdown/text files, and the BEIR corpus format (so
-SciFact's `corpus.jsonl` ingests as is). `iter_raw` streams unparsed batches, `load_rows` decodes
-one into flat rows (values as read, unvalidated, so great-expectations sees exactly what the file
-said) and `to_records` turns a validated batch into typed `Record`s.
+Three formats: JSONL records, documents (a folder of PDF, HTML, DOCX, Markdown and text files read
+by `forum_atlas.documents`, or one such file), and the BEIR corpus format (so SciFact's `corpus.jsonl`
+ingests as is). `iter_raw` streams unparsed batches, `load_rows` decodes JSONL into flat rows (values
+as read, unvalidated, so great-expectations sees exactly what the file said), `load_documents` reads a
+batch of files into rows and a typed outcome per file, and `to_records` turns a validated batch into
+typed `Record`s.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +20,14 @@ from typing import Any, Literal
 
 import dateutil.parser
 
+from forum_atlas.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document
+from forum_atlas.documents.detect import SNIFF_BYTES
+from forum_atlas.documents.text import decode_utf8
+
 Format = Literal["jsonl", "folder", "beir"]
-TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+# A batch of documents holds at most this many bytes of files, however many files `batch_size` allows:
+# memory follows the batch, not the folder.
+MAX_DOCUMENT_BATCH_BYTES = 64 * 1024 * 1024
 
 # The columns every raw row carries, whatever its format.
 COLUMNS = (
@@ -103,15 +111,10 @@ class Record:
 
 
 def _decode(data: bytes, where: str) -> str:
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise InputError(f"{where}: binary content (NUL byte at offset {nul}); only UTF-8 text can be ingested")
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{where}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-encode the file as UTF-8"
-        ) from None
+        return decode_utf8(data, where)
+    except DocumentError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _source_columns(source: SourceInfo | dict[str, Any] | None, default: SourceInfo | None) -> dict[str, Any]:
@@ -187,16 +190,30 @@ def _iter_jsonl(path: Path, fmt: Format, batch_size: int) -> Iterator[RawBatch]:
         yield RawBatch(fmt, path.name, items, position, total)
 
 
-def _iter_folder(root: Path, batch_size: int) -> Iterator[RawBatch]:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+def _document_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    # Hidden files (.DS_Store, editor swap files) are not documents anyone put there to be read.
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in
+                                                                          p.relative_to(root).parts))
     if not files:
-        raise InputError(f"{root}: no {', '.join(TEXT_SUFFIXES)} files found")
+        raise InputError(f"{root}: no files found")
+    return files
+
+
+def _iter_folder(root: Path, batch_size: int) -> Iterator[RawBatch]:
+    files = _document_files(root)
+    base = root.parent if root.is_file() else root
     sizes = [p.stat().st_size for p in files]
-    position = 0
-    for start in range(0, len(files), batch_size):
-        part = files[start:start + batch_size]
-        position += sum(sizes[start:start + batch_size])
-        yield RawBatch("folder", root.name, [(p.relative_to(root).as_posix(), p) for p in part], position, sum(sizes))
+    total, position, start = sum(sizes), 0, 0
+    while start < len(files):
+        end, batch_bytes = start + 1, sizes[start]
+        while end < len(files) and end - start < batch_size and batch_bytes + sizes[end] <= MAX_DOCUMENT_BATCH_BYTES:
+            batch_bytes += sizes[end]
+            end += 1
+        position += batch_bytes
+        yield RawBatch("folder", root.name, [(p.relative_to(base).as_posix(), p) for p in files[start:end]], position, total)
+        start = end
 
 
 def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000) -> Iterator[RawBatch]:
@@ -207,8 +224,6 @@ def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000) -> Iterator[Raw
     if batch_size < 1:
         raise InputError("batch_size must be at least 1")
     if fmt == "folder":
-        if not path.is_dir():
-            raise InputError(f"{path}: format 'folder' needs a directory")
         return _iter_folder(path, batch_size)
     if fmt not in ("jsonl", "beir"):
         raise InputError(f"unknown format {fmt!r}: choose jsonl, folder or beir")
@@ -217,33 +232,71 @@ def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000) -> Iterator[Raw
     return _iter_jsonl(path, fmt, batch_size)
 
 
-def _title_of(text: str, fallback: str) -> str:
-    """A Markdown file's first heading, if the file starts with one; else the file name."""
-    for line in text.splitlines():
-        if line.startswith("#"):
-            return line.lstrip("#").strip() or fallback
-        if line.strip():
-            break
-    return fallback
+@dataclass(frozen=True)
+class DocumentOptions:
+    """How a batch of files is read: the PDF password, and the limits past which a file is refused."""
+    pdf_password: str | None = None
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_record_bytes: int | None = None    # of title + text, as validation counts it
+    url: str | None = None                 # the source URL of a single file (default: the file's path)
 
 
-def _folder_row(name: str, path: Path, source: SourceInfo) -> dict[str, Any]:
-    text = _decode(Path(path).read_bytes(), name)
-    mtime = datetime.fromtimestamp(Path(path).stat().st_mtime, tz=UTC).isoformat()
-    return {
-        "origin": name, "external_id": name, "title": _title_of(text, Path(name).stem), "text": text, "url": None,
-        "published_at": mtime, "sector": source.sector,
-        **_source_columns(source, None),
+@dataclass(frozen=True)
+class FileOutcome:
+    """What became of one input file: read (then stored or unchanged), or a failure kind with its reason."""
+    file: str
+    outcome: str
+    detail: str = ""
+    pages: int | None = None
+    reader: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome not in ("read", "stored", "unchanged")
+
+
+def _document_row(name: str, path: Path, source: SourceInfo, options: DocumentOptions,
+                  on_page: Callable[[int], None] | None) -> tuple[dict[str, Any], FileOutcome]:
+    read = read_document(path, password=options.pdf_password, max_file_bytes=options.max_file_bytes, on_page=on_page)
+    size = len(read.title.encode("utf-8")) + len(read.text.encode("utf-8"))
+    if options.max_record_bytes is not None and size > options.max_record_bytes:
+        raise DocumentError("too_large", f"above the size limit: its text is {size:,} bytes > {options.max_record_bytes:,}")
+    # A date a file claims in the future (a wrong clock where it was made) is no publication date.
+    claimed = read.published_at if read.published_at and read.published_at <= datetime.now(UTC) else None
+    published = claimed or datetime.fromtimestamp(Path(path).stat().st_mtime, tz=UTC)
+    row = {
+        "origin": name, "external_id": name, "title": read.title or Path(name).stem, "text": read.text,
+        "url": options.url or read.url or Path(path).resolve().as_uri(), "published_at": published.isoformat(),
+        "sector": source.sector, **_source_columns(source, None),
         "retracted": False, "withdrawn": False, "superseded": False,
+        "document": read.metadata(name),
     }
+    return row, FileOutcome(name, "read", pages=read.pages if read.kind in ("pdf",) else None,
+                            reader=f"{read.reader} {read.reader_version}")
+
+
+def load_documents(batch: RawBatch, source: SourceInfo | None, options: DocumentOptions = DocumentOptions(),
+                   on_page: Callable[[int], None] | None = None) -> tuple[list[dict[str, Any]], list[FileOutcome]]:
+    """Read a batch of files: rows for the ones that became documents, and every file's outcome. A file that
+    cannot be read yields no row, only its failure: the rest of the batch goes on."""
+    if source is None:
+        raise InputError("a folder of files needs a source (name, importance, quality, licence) for all its files")
+    rows, outcomes = [], []
+    for name, path in batch.items:
+        try:
+            row, outcome = _document_row(name, path, source, options, on_page)
+        except DocumentError as exc:
+            outcomes.append(FileOutcome(name, exc.kind, str(exc)))
+            continue
+        rows.append({"row": len(rows) + 1, **row})
+        outcomes.append(outcome)
+    return rows, outcomes
 
 
 def load_rows(batch: RawBatch, source: SourceInfo | None = None) -> list[dict[str, Any]]:
-    """Decode and normalise one raw batch into flat rows (values as the input gave them)."""
+    """Decode and normalise one raw batch of JSONL lines into flat rows (values as the input gave them)."""
     if batch.fmt == "folder":
-        if source is None:
-            raise InputError("a folder of files needs a source (name, importance, quality, licence) for all its files")
-        return [{"row": i, **_folder_row(name, path, source)} for i, (name, path) in enumerate(batch.items, start=1)]
+        raise InputError("a batch of files is read by load_documents")
     rows = []
     for line_no, raw in batch.items:
         where = f"{batch.name}:{line_no}"
@@ -279,13 +332,16 @@ def scan_ids(path: Path, fmt: Format) -> list[tuple[str, Any]]:
 
 
 def detect_format(path: Path) -> Format:
+    """A folder of files (a BEIR corpus if it holds corpus.jsonl); a file of JSON lines; else one document."""
     path = Path(path)
     if path.is_dir():
         return "beir" if (path / "corpus.jsonl").exists() else "folder"
     with path.open("rb") as handle:
-        first = handle.readline()
+        head = handle.read(SNIFF_BYTES)
+    if not head.lstrip().startswith(b"{") and path.suffix.lower() not in (".jsonl", ".json"):
+        return "folder"
     try:
-        return "beir" if "_id" in json.loads(first) else "jsonl"
+        return "beir" if "_id" in json.loads(head.split(b"\n", 1)[0]) else "jsonl"
     except (ValueError, TypeError):
         return "jsonl"
 
@@ -310,6 +366,6 @@ def to_records(rows: list[dict[str, Any]]) -> list[Record]:
             external_id=row["external_id"], title=row["title"] or "", text=row["text"], source=source,
             url=row["url"] or None, published_at=parse_timestamp(row["published_at"]), sector=row["sector"] or "general",
             retracted=bool(row["retracted"]), withdrawn=bool(row["withdrawn"]), superseded=bool(row["superseded"]),
-            metadata={"origin": row["origin"]},
+            metadata={"origin": row["origin"], **row.get("document", {})},
         ))
     return records

@@ -27,7 +27,8 @@ from typing import Any
 from forum_atlas.config import DEFAULT_MAX_RECORD_BYTES
 from forum_atlas.records import parse_timestamp
 
-URL_PATTERN = r"^https?://[^\s/?#]+\.[^\s]*$"
+# A web address, or a local document's file:// URI (its source URL when no web address is given).
+URL_PATTERN = r"^(?:https?://[^\s/?#]+\.[^\s]*|file:///[^\s]+)$"
 SCORES = [1, 2, 3, 4, 5]
 # Publication dates later than the run's start plus this are refused (search rules them out anyway).
 FUTURE_TOLERANCE = timedelta(days=1)

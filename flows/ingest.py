@@ -29,7 +29,7 @@ from prefect.artifacts import (
 )
 from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
@@ -37,9 +37,10 @@ from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.blocks.task_runners import describe, in_process, parallel_slots, task_runner_from_env
 from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.config import EMBEDDER_NAMES, Settings
+from forum_atlas.documents import DEFAULT_MAX_FILE_BYTES
 from forum_atlas.embeddings.base import embed_report
 from forum_atlas.ingestion import BatchInFlight, CommitLog
-from forum_atlas.records import InputError, SourceInfo, detect_format, iter_raw
+from forum_atlas.records import DocumentOptions, FileOutcome, InputError, SourceInfo, detect_format, iter_raw
 from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.ingest import (
     begin_load,
@@ -88,12 +89,16 @@ def ingest(
     providers_block: AtlasProviders | None = None,
     progress_bar: bool = False,
     max_record_bytes: Annotated[int, Field(ge=1)] | None = None,
+    pdf_password: SecretStr | None = None,
+    max_file_bytes: Annotated[int, Field(ge=1)] = DEFAULT_MAX_FILE_BYTES,
+    document_url: str | None = None,
 ) -> dict:
     """Ingest a corpus into PostgreSQL (the run form shows these descriptions).
 
     Args:
-        path: a JSONL file, a folder of .md/.txt files, or a BEIR corpus.jsonl
-        format: auto detects it from the path
+        path: a JSONL file, a BEIR corpus.jsonl, or documents: a folder (read recursively) or one file of
+            PDF, HTML, DOCX, Markdown or text, each recognised by its content
+        format: auto detects it from the path (folder: documents)
         source: the source of a folder's files (JSONL rows carry their own)
         batch_size: rows per validated, atomic write
         chunk_chars: largest chunk, in characters
@@ -104,7 +109,10 @@ def ingest(
         providers_block: the Forum Atlas Providers block (embedder, API keys); empty = the worker's environment
         progress_bar: a terminal progress bar (the CLI's)
         max_record_bytes: largest record in UTF-8 bytes of title + text (empty: ATLAS_MAX_RECORD_BYTES,
-            else 5 MiB); a larger one fails validation with its file:line
+            else 5 MiB); a larger one fails validation with its file:line (a document: that file fails alone)
+        pdf_password: opens encrypted PDFs (an encrypted PDF without it fails alone, as "encrypted")
+        max_file_bytes: a larger document file fails alone, as "too_large"
+        document_url: the source URL of a single document file (default: its path)
     """
     started = time.perf_counter()
     run_started = datetime.now(UTC)   # anchors the future-date tolerance for every batch
@@ -116,6 +124,9 @@ def ingest(
         raise InputError(f"{input_path}: no such file or folder")
     fmt = detect_format(input_path) if format == "auto" else format
     source_info = SourceInfo(**source.model_dump()) if source else None
+    document_options = DocumentOptions(
+        pdf_password=pdf_password.get_secret_value() if pdf_password else None, max_file_bytes=max_file_bytes,
+        max_record_bytes=settings.max_record_bytes, url=document_url)
     total_bytes = sum(p.stat().st_size for p in input_path.rglob("*") if p.is_file()) if input_path.is_dir() else input_path.stat().st_size
 
     run_id = flow_run_id()
@@ -126,18 +137,19 @@ def ingest(
     bar = _ProgressBar(total_bytes) if progress_bar else None
 
     runner = FlowRunContext.get().task_runner
-    log, rows_seen = CommitLog(input_path.name), 0
+    log, rows_seen, files = CommitLog(input_path.name), 0, []
     writes = _OrderedWrites(settings, run_id, log, ahead=parallel_slots(runner))
     try:
         for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size), start=1):
             writes.reading(number, raw)
-            batch = validate_batch(load_batch(BatchInFlight(number, raw), source_info), settings.max_record_bytes, run_started)
-            batch = skip_stored(settings, batch)
+            loaded = load_batch(BatchInFlight(number, raw), source_info, document_options, bar.page if bar else None)
+            batch = skip_stored(settings, validate_batch(loaded, settings.max_record_bytes, run_started))
             rows_seen += len(batch.rows)
+            files += _file_outcomes(batch)
             writes.add(number, raw, prepare_batch.submit(settings, batch, options))
             update_progress_artifact(progress_id, progress=100.0 * raw.bytes_read / max(total_bytes, 1))
             if bar:
-                bar.advance(raw.bytes_read)
+                bar.advance(raw.bytes_read, len(files))
         writes.finish()
     except Exception as exc:
         failure = _report_failure(exc, writes)
@@ -164,17 +176,39 @@ def ingest(
         "seconds": round(elapsed, 2), "chunks_per_second": round(log.totals.chunks_added / elapsed, 1) if elapsed else 0.0,
         "task_runner": describe(runner),
     }
+    if fmt == "folder":
+        summary.update(_files_summary(files))
     if in_process(runner):   # on Dask the embedder ran in the workers, whose timings stay there
         summary.update(embed_report(embed_stats_start, embedder_stats(settings), elapsed))
     record_run_finished(settings, summary, run_id)
     create_table_artifact(key="ingest-summary", table=[{"measure": k, "value": str(v)} for k, v in summary.items()],
                           description="what this ingest run stored")
+    if files:
+        create_table_artifact(key="ingest-files", table=[f.__dict__ for f in files],
+                              description="every input file and what became of it")
     update_progress_artifact(progress_id, progress=100.0)
     print(f"ingested {rows_seen} rows: +{log.totals.documents_added} documents, +{log.totals.chunks_added} chunks "
           f"({summary['chunks_per_second']} chunks/s), {log.totals.status_changes} status changes"
           + (f"; embedded {log.totals.stored_chunks_embedded} stored chunks that {model['embedder']} had not embedded"
              if log.totals.stored_chunks_embedded else ""))
     return summary
+
+
+def _file_outcomes(batch: BatchInFlight) -> list[FileOutcome]:
+    """Each file of a batch of documents: stored (new content), unchanged (stored before), or its failure."""
+    new = {r.external_id for r in batch.new_records}
+    return [FileOutcome(f.file, "stored" if f.file in new else "unchanged", f.detail, f.pages, f.reader)
+            if f.outcome == "read" else f for f in batch.files]
+
+
+def _files_summary(files: list[FileOutcome]) -> dict:
+    failed = [f for f in files if f.failed]
+    for f in files:
+        print(f"{f.outcome:>14}  {f.file}" + (f" ({f.pages} pages)" if f.pages else "") + (f": {f.detail}" if f.detail else ""))
+    return {"files": len(files), "files_stored": sum(f.outcome == "stored" for f in files),
+            "files_unchanged": sum(f.outcome == "unchanged" for f in files), "files_failed": len(failed),
+            "pages": sum(f.pages or 0 for f in files),
+            "file_outcomes": [{"file": f.file, "outcome": f.outcome, "detail": f.detail} for f in files]}
 
 
 class _OrderedWrites:
@@ -246,17 +280,30 @@ def _report_failure(exc: Exception, writes: _OrderedWrites) -> Exception:
 
 
 class _ProgressBar:
-    """A terminal progress bar over input bytes (the CLI asks for it)."""
+    """A terminal progress bar over input bytes, with the files and pages read so far (the CLI asks for it)."""
 
     def __init__(self, total: int):
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-        self._progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn())
-        self._task = self._progress.add_task("ingesting", total=total)
+        self._progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                                  "{task.fields[read]}", TimeRemainingColumn())
+        self._task = self._progress.add_task("ingesting", total=total, read="")
+        self._files, self._pages = 0, 0
         self._progress.start()
 
-    def advance(self, done: int) -> None:
+    def page(self, number: int) -> None:
+        """A document's page `number` was read (called by the reader as it goes)."""
+        self._pages += 1
+        self._show()
+
+    def advance(self, done: int, files: int) -> None:
+        self._files = files
         self._progress.update(self._task, completed=done)
+        self._show()
+
+    def _show(self) -> None:
+        if self._files or self._pages:
+            self._progress.update(self._task, read=f"{self._files} files, {self._pages} pages")
 
     def close(self) -> None:
         self._progress.stop()

@@ -34,6 +34,7 @@ from forum_atlas.deliberation.model import (
 from forum_atlas.deliberation.quotes import SUBSTRING_V1, VERBATIM_RULE, WHOLE_WORDS_V2, quote_in_passage
 from forum_atlas.deliberation.snapshot import canonical_json, changed_parts, part_digests, seal
 from forum_atlas.store.db import Database, DatabaseError, record_event
+from forum_atlas.store.retrieval import passage_place
 
 BRIEF_PERSISTED = "BRIEF_PERSISTED"
 SOURCED_TAGS_DOWNGRADED = "SOURCED_TAGS_DOWNGRADED"
@@ -266,9 +267,10 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
         sections = cur.execute(
             "SELECT * FROM forum.brief_sections WHERE brief_id = %s ORDER BY ordinal", (brief_id,)).fetchall()
         claims = cur.execute(
-            """SELECT c.*, t.citation_id, t.document_id, t.document_version, t.importance, t.quality_score,
+            f"""SELECT c.*, t.citation_id, t.document_id, t.document_version, t.importance, t.quality_score,
                       t.recency_label, t.published_at, t.quote AS cited_quote, ch.body AS passage, d.title,
-                      coalesce(d.url, src.url) AS url, src.name AS source_name
+                      coalesce(d.url, src.url) AS url, src.name AS source_name,
+                      {passage_place(chunk="ch")}
                  FROM forum.brief_claims c
                  LEFT JOIN forum.citations t ON t.claim_id = c.claim_id
                  LEFT JOIN forum.chunks ch ON ch.chunk_id = t.chunk_id
@@ -284,7 +286,8 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
                 document_id=c["document_id"], document_version=c["document_version"], title=c["title"],
                 source_name=c["source_name"], url=c["url"], quote=c["cited_quote"], passage=c["passage"],
                 importance=c["importance"], quality_score=c["quality_score"], recency_label=c["recency_label"],
-                published_at=_iso(c["published_at"]))
+                published_at=_iso(c["published_at"]), first_page=c["first_page"], last_page=c["last_page"],
+                section=c["section"], file=c["file"])
         by_section.setdefault(c["section_ordinal"], []).append(ClaimView(
             text=c["text"], tag=c["tag"], claimed_tag=c["claimed_tag"], verdict=c["verdict"], failed=c["failed"],
             detail=c["detail"], citation=citation))

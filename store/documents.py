@@ -16,6 +16,7 @@ import psycopg
 from forum_atlas.ingestion import PreparedBatch, StoredChunk, WriteResult, embedding_text
 from forum_atlas.records import SOURCE_FIELDS, Record, SourceInfo, source_conflict
 from forum_atlas.store.db import Database, record_event
+from forum_atlas.store.retrieval import passage_place
 
 # Version numbers are max+1 per document: writers of the same corpus take turns for that moment.
 _WRITE_LOCK = "forum.documents.write"
@@ -269,6 +270,23 @@ def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch
                 "origins": [records[0].metadata.get("origin"), records[-1].metadata.get("origin")],
             }, run_id=run_id)
     return result
+
+
+class PassageNotFound(LookupError):
+    pass
+
+
+def passage(db: Database, chunk_id: int) -> dict:
+    """A stored chunk with its document, file, page range and section (`atlas passage`)."""
+    with db.connection() as conn:
+        row = conn.execute(
+            f"""SELECT c.chunk_id, c.body, c.start_char, c.end_char, d.document_id, d.version AS document_version,
+                       d.title, coalesce(d.url, s.url) AS url, s.name AS source_name, {passage_place()}
+                  FROM forum.chunks c JOIN forum.documents d USING (document_id) JOIN forum.sources s USING (source_id)
+                 WHERE c.chunk_id = %s""", (chunk_id,)).fetchone()
+    if row is None:
+        raise PassageNotFound(f"no passage (chunk) {chunk_id}")
+    return dict(row)
 
 
 def register_embedder(db: Database, name: str, engine: str, version: str, dim: int) -> dict:

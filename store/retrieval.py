@@ -200,17 +200,28 @@ def admitted_chunks(conn: psycopg.Connection, options: RetrievalOptions, cap: in
             prepare=False).fetchone()["n"]
 
 
+def passage_place(chunk: str = "c", document: str = "d") -> str:
+    """Select-list SQL for where a chunk sits in its file (sql/090): first_page, last_page, section, file, and
+    reader (the library and version that read the file); `chunk` and `document` are the query's aliases."""
+    c, d = chunk, document
+    return f"""(forum.chunk_pages({d}.metadata -> 'page_starts', {c}.start_char, {c}.end_char)).*,
+               forum.section_at({d}.metadata -> 'sections', {c}.start_char) AS section, {d}.metadata ->> 'file' AS file,
+               {d}.metadata ->> 'reader' || ' ' || ({d}.metadata ->> 'reader_version') AS reader"""
+
+
 def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int, ChunkText]:
     rows = conn.execute(
-        """SELECT c.chunk_id, c.document_id, c.heading, c.body, d.url, d.sector, d.published_at,
-                  s.name AS source_name, d.version, c.start_char, c.end_char, s.importance, s.quality_score
+        f"""SELECT c.chunk_id, c.document_id, c.heading, c.body, d.url, d.sector, d.published_at,
+                  s.name AS source_name, d.version, c.start_char, c.end_char, s.importance, s.quality_score,
+                  {passage_place()}
              FROM forum.chunks c JOIN forum.documents d USING (document_id) JOIN forum.sources s USING (source_id)
             WHERE c.chunk_id = ANY (%s) AND c.searchable""",
         (list(chunk_ids),),
     ).fetchall()
     return {r["chunk_id"]: ChunkText(r["chunk_id"], r["document_id"], r["heading"], r["body"], r["url"],
                                      r["sector"], r["published_at"], r["source_name"], r["version"],
-                                     r["start_char"], r["end_char"], r["importance"], r["quality_score"])
+                                     r["start_char"], r["end_char"], r["importance"], r["quality_score"],
+                                     r["first_page"], r["last_page"], r["section"], r["file"], r["reader"])
             for r in rows}
 
 

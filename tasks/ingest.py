@@ -7,6 +7,7 @@ Each batch task takes and returns the same `BatchInFlight`, filling in its next 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from forum_atlas.config import Settings
 from forum_atlas.embeddings import embedder_for
 from forum_atlas.embeddings.base import stats_of
 from forum_atlas.ingestion import BatchInFlight, WriteResult
-from forum_atlas.records import Format, SourceInfo, load_rows, scan_ids, to_records
+from forum_atlas.records import DocumentOptions, Format, SourceInfo, load_documents, load_rows, scan_ids, to_records
 from forum_atlas.store import documents
 from forum_atlas.store.db import is_transient, record_event, shared_database
 from forum_atlas.validation import BatchValidationError, ValidationReport, validate_rows, validate_unique_ids
@@ -42,8 +43,13 @@ def _transient(task: object, task_run: object, state: State) -> bool:
 
 
 @batch_task("load-batch")
-def load_batch(batch: BatchInFlight, source: SourceInfo | None) -> BatchInFlight:
-    batch.rows = load_rows(batch.raw, source)
+def load_batch(batch: BatchInFlight, source: SourceInfo | None, documents: DocumentOptions = DocumentOptions(),
+               on_page: Callable[[int], None] | None = None) -> BatchInFlight:
+    """JSONL lines into rows; files into rows and a typed outcome per file (a bad file yields no row)."""
+    if batch.raw.fmt == "folder":
+        batch.rows, batch.files = load_documents(batch.raw, source, documents, on_page)
+    else:
+        batch.rows = load_rows(batch.raw, source)
     return batch
 
 

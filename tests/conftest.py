@@ -43,6 +43,12 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """tests/fixtures/documents: the HTML and DOCX fixtures and the questions about the shared papers."""
+    return REPO / "tests" / "fixtures" / "documents"
+
+
+@pytest.fixture(scope="session")
 def pg_server_url(request) -> str:
     """URL of the session's embedded server (maintenance database `postgres`).
 

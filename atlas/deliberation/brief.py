@@ -36,7 +36,9 @@ def _passage(label: str, source: Source) -> Passage:
     return Passage(label=label, chunk_id=chunk.chunk_id, document_id=chunk.document_id,
                    document_version=chunk.document_version, title=chunk.title, text=source.context,
                    source_name=chunk.source_name, importance=chunk.importance, quality_score=chunk.quality_score,
-                   url=chunk.url, published_at=chunk.published_at.isoformat() if chunk.published_at else None)
+                   url=chunk.url, published_at=chunk.published_at.isoformat() if chunk.published_at else None,
+                   first_page=chunk.first_page, last_page=chunk.last_page, section=chunk.section, file=chunk.file,
+                   reader=chunk.reader)
 
 
 def gather_evidence(plan: Plan, results: Mapping[str, RetrievalResult]) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:

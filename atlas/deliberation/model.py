@@ -91,6 +91,11 @@ class Passage:
     quality_score: int = 3            # the source's, 1–5
     url: str | None = None
     published_at: str | None = None   # ISO date-time, or None when undated
+    first_page: int | None = None     # pages of a passage from a paged file (PDF)
+    last_page: int | None = None
+    section: str | None = None
+    file: str | None = None           # the file the document was read from, and the reader that read it
+    reader: str | None = None
 
 
 @dataclass(frozen=True)
@@ -282,6 +287,10 @@ class CitationView:
     quality_score: int
     recency_label: str                # just_now | hours | days | weeks | months | older | undated
     published_at: str | None
+    first_page: int | None = None     # where the passage is in its file (a PDF's pages), to reopen it there
+    last_page: int | None = None
+    section: str | None = None
+    file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,17 @@ A word character is any character that is neither whitespace nor in `NON_WORD_RA
 and general punctuation and symbols, arrows and mathematical symbols, CJK punctuation): letters,
 digits and marks of every script. The set is spelled out so that the database, whatever its locale,
 answers alike (`forum.is_word_char`; a test compares the two over every code point).
+
+One difference is forgiven because it is only layout (sql/091): a quote copied from a PDF viewer keeps a
+word's line-break hyphen ("recom- mended", "T- cell") where the stored text has the word whole. Such a quote
+also matches, with whole words, in two readings: hyphen and space dropped between lower-case ASCII letters and the space alone
+dropped elsewhere ("recommended", "T-cell"), or the space alone dropped everywhere ("well-known"). Case,
+punctuation and wording must still be exact.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 SUBSTRING_V1 = "substring-v1"
@@ -70,18 +77,33 @@ def normalize_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+_BROKEN_WORD = re.compile(r"([A-Za-z0-9])- (?=[A-Za-z0-9])")
+_BROKEN_LOWER_WORD = re.compile(r"([a-z])- (?=[a-z])")
+
+
+def quote_readings(quote: str) -> list[str]:
+    """The normalised quote, then (if it has a word broken by a line-break hyphen) its two rejoined readings."""
+    needle = normalize_whitespace(quote)
+    if not needle or not _BROKEN_WORD.search(needle):
+        return [needle] if needle else []
+    joined = _BROKEN_WORD.sub(r"\1-", _BROKEN_LOWER_WORD.sub(r"\1", needle))
+    return [needle, joined, _BROKEN_WORD.sub(r"\1-", needle)]
+
+
 def quote_in_passage(quote: str | None, passage: str | None, rule: str = VERBATIM_RULE) -> bool:
-    """True iff the quote, whitespace-normalised, occurs in the whitespace-normalised passage under
-    `rule` (whole words by default; `substring-v1` for briefs sealed before it). An empty or
-    whitespace-only quote never matches."""
+    """True iff the quote, whitespace-normalised (or one of its rejoined readings), occurs in the
+    whitespace-normalised passage under `rule`: whole words by default; `substring-v1`, the plain
+    substring of the quote itself, for briefs sealed before it. An empty or whitespace-only quote never
+    matches."""
     if quote is None or passage is None:
         return False
-    needle = normalize_whitespace(quote)
+    haystack = normalize_whitespace(passage)
     if rule == SUBSTRING_V1:
-        return bool(needle) and needle in normalize_whitespace(passage)
+        needle = normalize_whitespace(quote)
+        return bool(needle) and needle in haystack
     if rule != WHOLE_WORDS_V2:
         raise ValueError(f"unknown verbatim rule {rule!r}")
-    return whole_words_at(normalize_whitespace(passage), needle) >= 0
+    return any(whole_words_at(haystack, needle) >= 0 for needle in quote_readings(quote))
 
 
 def quote_span(quote: str | None, passage: str | None) -> tuple[int, int] | None:
@@ -97,8 +119,8 @@ def quote_spans(quote: str | None, passage: str | None) -> list[tuple[int, int]]
     equals the normalised quote."""
     if quote is None or passage is None:
         return []
-    needle = normalize_whitespace(quote)
-    if not needle:
+    readings = quote_readings(quote)
+    if not readings:
         return []
     # The normalised passage, with each of its characters mapped back to the original: a kept
     # character to itself, a collapsed run of whitespace to the run's first character.
@@ -118,5 +140,11 @@ def quote_spans(quote: str | None, passage: str | None) -> list[tuple[int, int]]
             chars.append(passage[i])
             origin.append(i)
             i += 1
-    # The needle neither starts nor ends with a space, so both ends map to real characters.
-    return [(origin[at], origin[at + len(needle) - 1] + 1) for at in whole_word_positions("".join(chars), needle)]
+    haystack = "".join(chars)
+    # The first reading found (the quote as written before its rejoined readings); each needle neither
+    # starts nor ends with a space, so both ends map to real characters.
+    for needle in readings:
+        found = whole_word_positions(haystack, needle)
+        if found:
+            return [(origin[at], origin[at + len(needle) - 1] + 1) for at in found]
+    return []

@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from forum_atlas.documents.model import format_pages
+
 from .model import (
     COORDINATOR,
     INFERRED,
@@ -206,6 +208,8 @@ class _Flavor:
     def pill(self, citation: CitationView) -> str:
         facts = " · ".join(self.esc(f) for f in _pill_facts(citation))
         label, title = self.esc(citation.label), self.esc(_shorten(citation.title))
+        pages = format_pages(citation.first_page, citation.last_page)
+        title += f" · {self.esc(pages)}" if pages else ""
         if self.markdown:
             return f"(**{label}** · {title} · {facts})"
         return f"[{label} · {title} · {facts}]"
@@ -332,9 +336,20 @@ def _cited(view: BriefView) -> list[tuple[str, str, CitationView]]:
 
 
 def _tooltip_facts(c: CitationView) -> list[tuple[str, str]]:
-    return [("Source", _flat(c.source_name)), ("Quality", f"{c.quality_score}/5"),
+    return [("Source", _flat(c.source_name)), *_place_facts(c), ("Quality", f"{c.quality_score}/5"),
             ("Importance", f"{c.importance}/5"), ("Recency", _RECENCY.get(c.recency_label, c.recency_label)),
             ("Published", _published(c.published_at))]
+
+
+def _place_facts(c: CitationView) -> list[tuple[str, str]]:
+    """Where the passage is in its file: pages, section, file (what the file has of them)."""
+    place = [("Pages", format_pages(c.first_page, c.last_page)), ("Section", _flat(c.section)), ("File", _flat(c.file))]
+    return [(k, v) for k, v in place if v]
+
+
+def _pages_suffix(c: CitationView) -> str:
+    pages = format_pages(c.first_page, c.last_page)
+    return f" · {pages}" if pages else ""
 
 
 def _html_pill(c: CitationView) -> str:
@@ -342,7 +357,8 @@ def _html_pill(c: CitationView) -> str:
     title = " · ".join(f"{k}: {v}" for k, v in facts)
     tip = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
     return (f'<a class="pill" href="#passage-{c.citation_id}" title="{_e(title)}">'
-            f'<b>{_e(c.label)}</b> {_e(_shorten(c.title, 44))} <span class="src">· {_e(_shorten(c.source_name, 24))}</span>'
+            f'<b>{_e(c.label)}</b> {_e(_shorten(c.title, 44))}{_e(_pages_suffix(c))} '
+            f'<span class="src">· {_e(_shorten(c.source_name, 24))}</span>'
             f'<span class="tip" role="tooltip"><span class="tip-title">{_e(_flat(c.title))}</span>'
             f"<dl>{tip}</dl></span></a>")
 
@@ -411,12 +427,13 @@ def _html_passages(cited: list[tuple[str, str, CitationView]]) -> str:
         source = _e(_flat(c.source_name))
         if c.url:
             source = f'<a href="{_e(c.url)}" rel="noreferrer noopener">{source}</a>'
-        facts = " · ".join([source, f"quality {c.quality_score}/5", f"importance {c.importance}/5",
+        place = [_e(f"{k.lower()} {v}" if k != "Pages" else v) for k, v in _place_facts(c)]
+        facts = " · ".join([source, *place, f"quality {c.quality_score}/5", f"importance {c.importance}/5",
                             _e(_recency(c.recency_label)), f"published {_e(_published(c.published_at))}",
                             f"document {c.document_id} v{c.document_version}, chunk {c.chunk_id}"])
         back = " · ".join(f'<a href="#{a}">{_e(name)}</a>' for a, name in anchors)
         out.append(f'<article class="passage" id="passage-{c.citation_id}">'
-                   f'<h3><span class="label">{_e(c.label)}</span> {_e(_flat(c.title))}</h3>'
+                   f'<h3><span class="label">{_e(c.label)}</span> {_e(_flat(c.title))}{_e(_pages_suffix(c))}</h3>'
                    f'<p class="facts">{facts}</p>{_marked_passage(c)}'
                    f'<p class="back">Cited by: {back}</p></article>')
     out.append("</section>")

@@ -110,6 +110,11 @@ class ChunkText:
     end_char: int = 0
     importance: int = 3       # the source's (1–5), as stored now
     quality_score: int = 3
+    first_page: int | None = None   # of a document read from a paged file (PDF), else None
+    last_page: int | None = None
+    section: str | None = None      # the section title the chunk starts in, where the file has sections
+    file: str | None = None         # the input file it was read from
+    reader: str | None = None       # the library (and version) that read that file
 
 
 @dataclass
@@ -126,6 +131,8 @@ class Source:
             "chunk_id": self.chunk.chunk_id, "document_id": self.chunk.document_id,
             "document_version": self.chunk.document_version, "title": self.chunk.title,
             "start_char": self.chunk.start_char, "end_char": self.chunk.end_char,
+            "first_page": self.chunk.first_page, "last_page": self.chunk.last_page, "section": self.chunk.section,
+            "file": self.chunk.file, "reader": self.chunk.reader,
             "source": self.chunk.source_name, "url": self.chunk.url, "sector": self.chunk.sector,
             "published_at": self.chunk.published_at.isoformat() if self.chunk.published_at else None,
             "context": self.context, "truncated": self.truncated, "ranks": self.ranks, "scores": self.scores,

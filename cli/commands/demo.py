@@ -14,6 +14,10 @@ from forum_atlas.cli.output import table
 from forum_atlas.resources import data_file
 
 DEMO_QUERY = "vitamin D deficiency and the risk of fractures"
+# One of the shared CC BY 4.0 papers (../shared/data/documents beside the checkout): a real PDF in, a brief that
+# cites it by page out.
+PAPER = Path("documents") / "papers" / "10.1038_s41467-024-44806-1.pdf"
+PAPER_QUESTION = "What was the optimal growth temperature of the Asgard archaea ancestor of eukaryotes?"
 DIRECT_QUESTION = "Will the next large trial find that vitamin D supplementation lowers fracture risk?"
 BRIEF_QUESTION = "Does vitamin D supplementation reduce fracture risk in the elderly?"
 
@@ -30,6 +34,15 @@ def _heading(text: str) -> None:
     print(f"\n== {text}")
 
 
+def _shared_paper() -> Path | None:
+    """The paper in ../shared/data beside the checkout (the working directory's, or this source tree's)."""
+    for checkout in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        candidate = checkout.parent / "shared" / "data" / PAPER
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def _demo(args: argparse.Namespace) -> int:
     with flow_session():
         return _run(args.report_dir)
@@ -42,6 +55,7 @@ def _run(report_dir: Path) -> int:
     from forum_atlas.cli.forecast_demo import run_forecast_demo
     from forum_atlas.deliberation.render import render_html, render_text
     from forum_atlas.flows.forecast import ForecastRequest, forecast
+    from forum_atlas.flows.ingest import SourceParams
     from forum_atlas.store.briefs import load_brief, verify_brief
     from forum_atlas.store.db import Database
 
@@ -75,7 +89,21 @@ def _run(report_dir: Path) -> int:
     print(f"(HTML with the cited passages: {html}; `atlas verify {brief_id}`: "
           f"{'intact' if not problems else '; '.join(problems)})")
 
-    _heading(f"6. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
+    _heading("6. a real PDF: one of the shared papers (CC BY 4.0, Nature Communications), ingested and cited by page")
+    paper = _shared_paper()
+    if paper is None:
+        print(f"(skipped: ../shared/data/{PAPER} is not beside this checkout)")
+    else:
+        summary = run_ingest(str(paper), source=SourceParams(
+            name="Nature Communications (open access)", importance=4, quality_score=4, licence="CC-BY-4.0",
+            url="https://www.nature.com/ncomms", sector="biomedical"))
+        print(f"{summary['files_stored']} file stored ({summary['pages']} pages, +{summary['chunks_added']} chunks)"
+              if summary["files_stored"] else "already stored")
+        with Database.open() as db:
+            paper_view = load_brief(db, run_ask(PAPER_QUESTION))
+        print(render_text(paper_view))
+
+    _heading(f"7. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
              f"migration level {info['migration_level']}")
     print(f"data dir: {info['data_dir'] or '(external server)'}; BM25 engine: {info['bm25_engine']}")
     print(table(["table", "rows"], sorted((k, v) for k, v in info["counts"].items() if v)))

@@ -1,4 +1,9 @@
-"""`atlas ingest PATH`: run the ingestion flow on a JSONL file, a folder of Markdown/text, or a BEIR corpus."""
+"""`atlas ingest PATH`: run the ingestion flow on a JSONL file, a BEIR corpus, or documents (a folder of PDF, HTML,
+DOCX, Markdown and text files, or one such file).
+
+Exit status: 0 when everything was stored (or was already), SOME_FILES_FAILED when the run finished but some
+files could not be stored (each is listed with its reason), 1 when the run itself failed.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,27 @@ from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import table
 from forum_atlas.config import EMBEDDER_NAMES
 
+SOME_FILES_FAILED = 3
+
 
 def register(groups: argparse._SubParsersAction) -> None:
-    p = groups.add_parser("ingest", help="ingest a corpus (JSONL records, a folder of .md/.txt files, or BEIR corpus.jsonl)")
+    p = groups.add_parser("ingest", help="ingest a corpus (JSONL records, BEIR corpus.jsonl, or documents: a folder "
+                                         "or a file of PDF, HTML, DOCX, Markdown, text)",
+                          epilog=f"exit status: 0 all stored, {SOME_FILES_FAILED} some files failed (listed with the "
+                                 "reason), 1 the run failed")
     p.add_argument("path")
-    p.add_argument("--format", choices=["auto", "jsonl", "folder", "beir"], default="auto")
+    p.add_argument("--format", choices=["auto", "jsonl", "folder", "beir"], default="auto",
+                   help="auto: a folder or a non-JSON file is read as documents (folder)")
     p.add_argument("--batch-size", type=int, default=1000)
     p.add_argument("--chunk-chars", type=int, default=1200, help="largest chunk, in characters")
     p.add_argument("--overlap-chars", type=int, default=200, help="whole sentences repeated between chunks, at most this long")
     p.add_argument("--embedder", choices=EMBEDDER_NAMES, help="default: ATLAS_EMBEDDER, else onnx-minilm")
     p.add_argument("--index-mode", choices=["auto", "incremental", "rebuild"], default="auto",
                    help="auto rebuilds the HNSW index after a load that could double what is stored")
+    docs = p.add_argument_group("documents")
+    docs.add_argument("--pdf-password", help="password of encrypted PDFs (without it they fail as 'encrypted')")
+    docs.add_argument("--max-file-bytes", type=int, help="a larger file fails as 'too_large' (default 256 MiB)")
+    docs.add_argument("--url", dest="document_url", help="source URL of a single document file (default: its path)")
     src = p.add_argument_group("source of a folder of files")
     src.add_argument("--source-name")
     src.add_argument("--importance", type=int, help="1–5, 5 = canonical")
@@ -55,7 +70,10 @@ def run_ingest(path: str, task_runner=None, **options) -> dict:
 
 
 def print_summary(summary: dict) -> None:
-    print(table(["measure", "value"], summary.items()))
+    files = summary.get("file_outcomes") or []
+    if files:
+        print(table(["file", "outcome", "reason"], [(f["file"], f["outcome"], f["detail"]) for f in files]))
+    print(table(["measure", "value"], [(k, v) for k, v in summary.items() if k != "file_outcomes"]))
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -68,6 +86,12 @@ def _ingest(args: argparse.Namespace) -> int:
         args.path, runner, format=args.format, source=source_params(args), batch_size=args.batch_size,
         chunk_chars=args.chunk_chars, overlap_chars=args.overlap_chars, embedder=args.embedder,
         index_mode=args.index_mode, progress_bar=not args.no_progress and sys.stderr.isatty(),
+        pdf_password=args.pdf_password, document_url=args.document_url,
+        **({"max_file_bytes": args.max_file_bytes} if args.max_file_bytes else {}),
     )
     print_summary(summary)
+    if summary.get("files_failed"):
+        print(f"{summary['files_failed']} of {summary['files']} files failed (listed above); the others are stored",
+              file=sys.stderr)
+        return SOME_FILES_FAILED
     return 0

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from forum_atlas.cli.output import instant, table
 from forum_atlas.config import EMBEDDER_NAMES
+from forum_atlas.documents.model import format_pages
 
 DENSE_SHOWN = 5   # dense candidates listed by rank with their cosine similarity
 
@@ -63,12 +64,14 @@ def print_result(result) -> None:
     for position, source in enumerate(result.sources, start=1):
         r = source.ranks
         rows.append((position, source.chunk.chunk_id, r["bm25"] or "-", r["dense"] or "-", r["fusion"] or "-",
-                     r["rerank"] or "-", (source.chunk.title or source.chunk.body)[:60], source.chunk.source_name[:30]))
+                     r["rerank"] or "-", (source.chunk.title or source.chunk.body)[:60],
+                     format_pages(source.chunk.first_page, source.chunk.last_page) or "-", source.chunk.source_name[:30]))
     print()
-    print(table(["#", "chunk", "bm25", "dense", "fused", "rerank", "title", "source"], rows))
+    print(table(["#", "chunk", "bm25", "dense", "fused", "rerank", "title", "pages", "source"], rows))
     for position, source in enumerate(result.sources, start=1):
         cut = " […]" if source.truncated else ""
-        print(f"\n[{position}] {source.chunk.title or '(untitled)'} — {source.chunk.source_name}")
+        pages = format_pages(source.chunk.first_page, source.chunk.last_page)
+        print(f"\n[{position}] {source.chunk.title or '(untitled)'}{' · ' + pages if pages else ''} — {source.chunk.source_name}")
         print(f"    {source.context[:300]}{'…' if len(source.context) > 300 else ''}{cut}")
 
 

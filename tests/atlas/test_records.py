@@ -4,13 +4,33 @@ import pytest
 
 from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.ingestion import plan_chunks
-from forum_atlas.records import InputError, Record, SourceInfo, detect_format, iter_raw, load_rows, scan_ids, to_records
+from forum_atlas.records import (
+    InputError,
+    Record,
+    SourceInfo,
+    detect_format,
+    iter_raw,
+    load_documents,
+    load_rows,
+    scan_ids,
+    to_records,
+)
 
 SOURCE = SourceInfo(name="Team notes", importance=3, quality_score=4, licence="CC-BY-4.0", sector="policy")
 
 
 def _rows(path, fmt, source=None, batch_size=100):
     return [row for batch in iter_raw(path, fmt, batch_size=batch_size) for row in load_rows(batch, source)]
+
+
+def _documents(path, source=SOURCE):
+    """Rows and per-file outcomes of a folder of files (or one file)."""
+    rows, outcomes = [], []
+    for batch in iter_raw(path, "folder"):
+        got_rows, got_outcomes = load_documents(batch, source)
+        rows += got_rows
+        outcomes += got_outcomes
+    return rows, {o.file: (o.outcome, o.detail) for o in outcomes}
 
 
 def test_jsonl_rows_carry_their_source_and_origin(tmp_path):
@@ -42,22 +62,28 @@ def test_folder_of_markdown_takes_titles_from_headings(tmp_path):
     (tmp_path / "sub" / "b.md").write_text("# Grid outlook\n\nDemand rose.", encoding="utf-8")
     (tmp_path / "a.txt").write_text("Plain note.", encoding="utf-8")
     (tmp_path / "skip.bin").write_bytes(b"\x00\x01")
-    rows = _rows(tmp_path, "folder", SOURCE)
+    rows, outcomes = _documents(tmp_path)
     assert [(r["external_id"], r["title"]) for r in rows] == [("a.txt", "a"), ("sub/b.md", "Grid outlook")]
+    assert rows[1]["document"]["sections"] == [[0, 1, "Grid outlook"]]
+    assert outcomes["skip.bin"][0] == "unsupported"   # listed with its reason, not silently skipped
     assert detect_format(tmp_path) == "folder"
 
 
-def test_invalid_utf8_is_rejected_with_file_and_offset(tmp_path):
+def test_invalid_utf8_fails_that_file_alone_with_file_and_offset(tmp_path):
     (tmp_path / "good.md").write_text("fine", encoding="utf-8")
     (tmp_path / "latin1.md").write_bytes("caf\xe9 au lait".encode("latin-1"))
-    with pytest.raises(InputError, match=r"latin1\.md: not valid UTF-8 \(byte 0xe9 at offset 3\)"):
-        _rows(tmp_path, "folder", SOURCE)
+    rows, outcomes = _documents(tmp_path)
+    assert [r["external_id"] for r in rows] == ["good.md"]
+    assert outcomes["latin1.md"] == ("corrupt", "latin1.md: not valid UTF-8 (byte 0xe9 at offset 3); re-encode the file as UTF-8")
 
 
-def test_binary_file_is_rejected(tmp_path):
+def test_binary_file_is_refused_by_its_content_not_its_name(tmp_path):
     (tmp_path / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    with pytest.raises(InputError, match=r"image\.txt: binary content \(NUL byte at offset 8\)"):
-        _rows(tmp_path, "folder", SOURCE)
+    (tmp_path / "blob.md").write_bytes(b"abc\x00def")
+    rows, outcomes = _documents(tmp_path)
+    assert rows == []
+    assert outcomes == {"image.txt": ("unsupported", "unsupported type: a PNG image"),
+                        "blob.md": ("unsupported", "unsupported type: binary content (NUL byte at offset 3)")}
 
 
 def test_invalid_utf8_and_bad_json_lines_name_the_line(tmp_path):
@@ -78,7 +104,7 @@ def test_missing_input_and_folder_without_source(tmp_path):
         list(iter_raw(tmp_path / "nope.jsonl", "jsonl"))
     (tmp_path / "a.md").write_text("x")
     with pytest.raises(InputError, match="needs a source"):
-        _rows(tmp_path, "folder")
+        _documents(tmp_path, source=None)
 
 
 def test_content_hash_covers_title_and_text_only():

@@ -22,6 +22,10 @@ def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkey
     assert "(unscoreable): p = " in out and "ci_basis: monte_carlo_sampling_95" in out
     assert "| last bound forecast | 2025-04-15" in out and "| resolved | 2 |" in out and "| unresolvable | 1 |" in out
     assert any(p.suffix == ".png" for p in tmp_path.iterdir()), "reliability diagram written"
+    paper = out[out.index("6. a real PDF"):]
+    assert "1 file stored (7 pages" in paper
+    assert re.search(r"\[S\d+ · Evolution of optimal growth temperature.* · p\. \d+(–\d+)? · Nature Communications", paper), \
+        "the brief cites the paper with its page"
     assert main(["demo", "--report-dir", str(tmp_path)]) == 0, "the demo can be run again"
     again = capsys.readouterr().out
     assert re.search(r"documents_added +0\b", again) and "| forecasts | 5 |" in again

@@ -13,7 +13,6 @@ import pytest
 from prefect.artifacts import Artifact
 
 from forum_atlas.flows.ingest import SourceParams, ingest
-from forum_atlas.records import InputError
 from forum_atlas.validation import BatchValidationError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -96,16 +95,18 @@ def test_a_batch_with_one_bad_row_writes_nothing_and_names_the_row(atlas_env, tm
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 30
 
 
-def test_a_folder_with_a_binary_file_is_refused_before_writing(atlas_env, tmp_path):
+def test_a_binary_file_in_a_folder_fails_alone_and_is_stored_once_fixed(atlas_env, tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.md").write_text("# Storage\n\nBatteries got cheaper.", encoding="utf-8")
     (tmp_path / "notes" / "b.txt").write_bytes(b"GIF89a\x00\x01binary")
     source = SourceParams(name="Field notes", importance=2, quality_score=3, licence="internal")
-    with pytest.raises(InputError, match=r"b\.txt: binary content"):
-        ingest(str(tmp_path / "notes"), source=source)
-    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 0
+    first = ingest(str(tmp_path / "notes"), source=source)
+    assert (first["documents_added"], first["files_failed"]) == (1, 1)
+    assert {f["file"]: f["outcome"] for f in first["file_outcomes"]} == {"a.md": "stored", "b.txt": "unsupported"}
+    assert "GIF image" in first["file_outcomes"][1]["detail"]
     (tmp_path / "notes" / "b.txt").write_text("Grid note.", encoding="utf-8")
-    assert ingest(str(tmp_path / "notes"), source=source)["documents_added"] == 2
+    fixed = ingest(str(tmp_path / "notes"), source=source)
+    assert (fixed["documents_added"], fixed["files_unchanged"], fixed["files_failed"]) == (1, 1, 0)
 
 
 @pytest.mark.slow

@@ -240,6 +240,11 @@ def test_the_verbatim_function(db, corpus):
         ((storage, 'It said "no further review"'), False),                          # unicode punctuation
         ((prices, "Analysts expect further declines - “soon”."), False),            # em dash -> hyphen
         ((storage, "Ofgem signed off the cap-and-floor regime"), False),             # paraphrase
+        ((storage, "approved the cap-and- floor regime"), True),                     # a line-break hyphen kept
+        ((storage, "approved the cap- and-floor regime"), True),                     #   by a PDF viewer's copy
+        ((storage, "Grid stor- age capacity dou- bled in 2024."), True),             # words split at a line end
+        ((storage, "Grid Stor- age capacity"), False),                               # ... but case still counts
+        ((storage, "Grid stor- age, capacity"), False),                              # ... and punctuation
         ((storage, ""), False),
         ((storage, " \t\n\u00a0"), False),
         ((999_999_999, "Grid storage"), False),                                      # unknown chunk

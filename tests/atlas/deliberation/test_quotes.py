@@ -130,3 +130,16 @@ def test_whole_word_quotes_match(quote, passage):
 def test_word_characters_are_letters_digits_and_marks_not_punctuation_or_symbols():
     assert all(is_word_char(c) for c in "aZ09éßж日\u0301_"[:-1])
     assert not any(is_word_char(c) for c in " .,;:!?'\"()[]{}-–—…“”‘’%±≤×÷°_")
+
+
+def test_a_line_break_hyphen_from_a_pdf_viewer_is_forgiven_and_nothing_else():
+    passage = "It is recommended for the T-cell count, a well-known marker (EF-1A)."
+    for quote, highlighted in (("recom- mended for the T- cell count", "recommended for the T-cell count"),
+                               ("a well- known marker", "a well-known marker"), ("(EF- 1A).", "(EF-1A)."),
+                               ("is recom-\nmended", "is recommended")):
+        assert quote_in_passage(quote, passage), quote
+        start, end = quote_span(quote, passage)
+        assert passage[start:end] == highlighted
+    for quote in ("Recom- mended", "recom- mended, for", "recom- mends", "T- Cell", "ecom- mended"):
+        assert not quote_in_passage(quote, passage), quote
+        assert quote_span(quote, passage) is None
