@@ -20,6 +20,7 @@ from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.forecasting.forecast import ForecastRecord
 from forum_atlas.forecasting.lane import LaneQuestion, series_frequency
 from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
+from forum_atlas.scoring.report import STATES
 from forum_atlas.series.connectors.base import FetchedVintage
 from forum_atlas.series.connectors.file import FileConnector
 from forum_atlas.series.coverage import coverage_error, uncovered_dates
@@ -191,7 +192,7 @@ def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageDa
     observations = vintage_observations(conn, vintage["vintage_id"])
     return VintageData(
         vintage_id=vintage["vintage_id"], series_id=vintage["series_id"], label=vintage["label"],
-        dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
+        fetched_at=vintage["fetched_at"], dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
         values=np.array([np.nan if o.value is None else o.value for o in observations], dtype=np.float64),
     )
 
@@ -289,7 +290,7 @@ def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: da
     frame = _frame(
         conn,
         """SELECT b.forecast_id, f.probability, b.series_id, b.comparator, b.threshold, b.reference_date,
-                  b.target_date
+                  b.target_date, b.deadline
              FROM forum.forecast_bindings b JOIN forum.forecasts f USING (forecast_id)
             WHERE b.deadline <= %(as_of)s
               AND (%(deadline_from)s::timestamptz IS NULL OR b.deadline >= %(deadline_from)s::timestamptz)
@@ -344,7 +345,8 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
 def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
     frame = _frame(
         conn,
-        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason
+        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, vintage_fetched_at, status, outcome,
+                  probability, brier, reason
              FROM forum.current_scores WHERE scoring_version = %s ORDER BY forecast_id""",
         (scoring_version,),
     )
@@ -367,7 +369,7 @@ def state_counts(conn: psycopg.Connection, scoring_version: str) -> dict[str, in
     rows = conn.execute(
         "SELECT state, count(*) AS n FROM forum.forecast_states(%s) GROUP BY state", (scoring_version,)
     ).fetchall()
-    counts = {"unscoreable": 0, "pending": 0, "resolved": 0, "unresolvable": 0}
+    counts = dict.fromkeys(STATES, 0)
     counts.update({r["state"]: r["n"] for r in rows})
     return counts
 

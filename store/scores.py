@@ -15,11 +15,12 @@ import pandas as pd
 import psycopg
 
 from forum_atlas.scoring import SCORING_VERSION
-from forum_atlas.scoring.batch import VintageData, score_bindings
+from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings
 from forum_atlas.scoring.metrics import accuracy_metrics
 from forum_atlas.scoring.quality import QualityReport, ScoreQualityError, validate_current_scores
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.store import forecasts as repo
+from forum_atlas.store.db import record_event
 
 Mode = Literal["nightly", "backfill"]
 
@@ -34,7 +35,8 @@ class ScoringRun:
     reproduced: int = 0
     resolved: int = 0
     unresolvable: int = 0
-    no_vintage: int = 0
+    waiting_for_data: int = 0   # due, but no vintage fetched after the deadline has the dates yet
+    reclassified: int = 0       # mislabelled unresolvable by a night whose fetch failed, settled now
     vintages: dict[str, int] = field(default_factory=dict)  # series -> vintage_id used
     quality: QualityReport | None = None
 
@@ -67,9 +69,8 @@ def _vintages_for(conn: psycopg.Connection, series_ids: list[str], as_of: dateti
     return found
 
 
-def _unsettled(conn: psycopg.Connection, due: pd.DataFrame, scoring_version: str) -> pd.DataFrame:
+def _unsettled(due: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
     """The due bindings the nightly run still has to resolve: a resolved one is never re-resolved."""
-    current = repo.current_scores(conn, scoring_version)
     settled = set(current.loc[current["status"] == "resolved", "forecast_id"])
     return due[~due["forecast_id"].isin(settled)]
 
@@ -77,7 +78,7 @@ def _unsettled(conn: psycopg.Connection, due: pd.DataFrame, scoring_version: str
 def series_due_tonight(conn: psycopg.Connection, *, as_of: datetime,
                        scoring_version: str = SCORING_VERSION) -> list[str]:
     """The series the nightly run at `as_of` would resolve bindings of: the ones worth a new vintage."""
-    due = _unsettled(conn, repo.due_bindings(conn, as_of=as_of), scoring_version)
+    due = _unsettled(repo.due_bindings(conn, as_of=as_of), repo.current_scores(conn, scoring_version))
     return sorted(due["series_id"].unique())
 
 
@@ -91,6 +92,9 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     nightly: forecasts with no current score, or whose current score is unresolvable, are scored on
              the newest vintage of their series fetched by `as_of`; a resolved forecast is not
              re-resolved by the nightly run (its score would silently change with revisions).
+    Either way a forecast whose vintage was fetched by its deadline and lacks a date it needs gets no row
+    (pending: waiting for data), and one that an older run mislabelled so and that is settled now is named
+    in a FORECASTS_RECLASSIFIED event with the reason.
     backfill: every forecast with a deadline in [deadline_from, deadline_to) is scored on the chosen
              vintage (or the newest by `as_of`): a vintage not used before adds a new score row and
              keeps the old; one used before must reproduce the stored row exactly.
@@ -103,8 +107,9 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     run = ScoringRun(mode=mode, as_of=as_of)
     due = repo.due_bindings(conn, as_of=as_of, deadline_from=deadline_from, deadline_to=deadline_to,
                             series_id=series_id)
+    current = repo.current_scores(conn, scoring_version)
     if mode == "nightly":
-        due = _unsettled(conn, due, scoring_version)
+        due = _unsettled(due, current)
     run.due = len(due)
     vintages = _vintages_for(conn, sorted(due["series_id"].unique()), as_of, vintage_id)
     if vintage_id is not None:
@@ -113,11 +118,16 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     scores = score_bindings(due, vintages, scoring_version)
     run.vintages = {s: v.vintage_id for s, v in vintages.items()}
     run.scored = len(scores)
-    run.no_vintage = run.due - run.scored
+    run.waiting_for_data = run.due - run.scored
     run.resolved = int((scores["status"] == "resolved").sum()) if len(scores) else 0
     run.unresolvable = run.scored - run.resolved
     counts = repo.write_scores(conn, scores, run_id=run_id)
     run.inserted, run.reproduced = counts["inserted"], counts["reproduced"]
+    changes = reclassified(current.merge(due[["forecast_id", "deadline"]], on="forecast_id"), scores)
+    if changes:
+        run.reclassified = len(changes)
+        record_event(conn, "FORECASTS_RECLASSIFIED", {"scoring_version": scoring_version, "forecasts": changes},
+                     run_id=run_id)
     if validate and run.inserted:
         run.quality = validate_current_scores(repo.current_scores(conn, scoring_version))
         if not run.quality.success:

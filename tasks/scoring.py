@@ -112,6 +112,31 @@ def publish_fetch_outcomes(outcomes: list[dict[str, Any]], key: str) -> None:
                               description="series fetched from FRED: the stored vintage, or why there is none")
 
 
+DEGRADED = "Degraded"   # the state name of a nightly whose fetch failed (type COMPLETED: its scores stand)
+
+
+def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
+    """A nightly whose fetch failed scored on older vintages: what it resolved stands, but the forecasts
+    that needed the missing vintage stayed pending. Then the run ends in a Completed-type state named
+    Degraded (the UI shows the name; its event, prefect.flow-run.Degraded, fires the nightly alert) with a
+    `nightly-degraded` markdown artifact that says which series and why; otherwise None."""
+    from prefect.artifacts import create_markdown_artifact
+    from prefect.states import Completed
+
+    failed = [o for o in fetched if o["kind"] != "ok" or o["partial"]]
+    if not failed:
+        return None
+    lines = [f"{o['series_id']}: {'partial vintage (covers less than the stored one)' if o['kind'] == 'ok' else o['kind']}"
+             f"{' - ' + o['detail'] if o['detail'] else ''}" for o in failed]
+    waiting = result["run"]["waiting_for_data"]
+    message = (f"degraded: {len(failed)} of {len(fetched)} series not fetched ({', '.join(o['series_id'] for o in failed)}); "
+               f"{waiting} due forecast(s) stay pending: waiting for data")
+    create_markdown_artifact(key="nightly-degraded", description="why this nightly is degraded",
+                             markdown="# Nightly degraded\n\n" + message + "\n\n" + "\n".join(f"- {line}" for line in lines))
+    get_run_logger().warning(message)
+    return Completed(name=DEGRADED, message=message, data=result)
+
+
 @task(name="series-due", task_run_name="series-due-{as_of:%Y-%m-%d}")
 def series_due(settings: Settings, as_of: datetime) -> list[str]:
     """The series with bindings the nightly run at `as_of` still has to resolve."""
