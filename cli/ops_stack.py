@@ -21,6 +21,7 @@ from pathlib import Path
 
 from forum_atlas.cli.flow_session import free_port, wait_until_healthy
 from forum_atlas.config import Settings
+from forum_atlas.scoring import DEGRADED
 from forum_atlas.store.pgserver import pid_alive
 
 WORK_POOL = "atlas-process"
@@ -232,6 +233,8 @@ def _save(settings: Settings, stack: Stack) -> None:
 
 ALERT_BLOCK = "atlas-nightly-alert"
 ALERT_AUTOMATION = "forum-atlas: nightly scoring failed"
+# the events of a nightly run that alert: it failed, or ended Degraded (its fetch failed; due forecasts wait)
+ALERT_EVENTS = frozenset(f"prefect.flow-run.{state}" for state in ("Failed", "Crashed", "TimedOut", DEGRADED))
 NIGHTLY = "score-accuracy/score-accuracy"
 
 
@@ -244,8 +247,6 @@ def declare_alerts(webhook_url: str | None = None) -> str:
     from prefect.automations import Automation, EventTrigger, SendNotification
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
     from prefect.client.orchestration import get_client
-
-    from forum_atlas.tasks.scoring import DEGRADED
 
     if webhook_url:
         # {"text": …} is what Slack/Mattermost incoming webhooks read; a generic receiver gets the same JSON
@@ -261,7 +262,7 @@ def declare_alerts(webhook_url: str | None = None) -> str:
     with get_client(sync_client=True) as client:
         nightly = client.read_deployment_by_name(NIGHTLY)
     trigger = EventTrigger(
-        expect={f"prefect.flow-run.{name}" for name in ("Failed", "Crashed", "TimedOut", DEGRADED)},
+        expect=set(ALERT_EVENTS),
         match_related={"prefect.resource.id": f"prefect.deployment.{nightly.id}"},
         posture="Reactive", threshold=1, within=0)
     action = SendNotification(

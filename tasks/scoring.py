@@ -17,6 +17,7 @@ from prefect.tasks import exponential_backoff
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.providers import OutcomeKind, ProviderError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
+from forum_atlas.scoring import DEGRADED
 from forum_atlas.scoring.reliability import reliability_png
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.series.connectors import make_connector
@@ -110,9 +111,6 @@ def publish_fetch_outcomes(outcomes: list[dict[str, Any]], key: str) -> None:
     if outcomes:
         create_table_artifact(key=key, table=[{k: str(v) for k, v in o.items()} for o in outcomes],
                               description="series fetched from FRED: the stored vintage, or why there is none")
-
-
-DEGRADED = "Degraded"   # the state name of a nightly whose fetch failed (type COMPLETED: its scores stand)
 
 
 def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
