@@ -4,7 +4,6 @@ vintage read as waiting and are reclassified, append-only and with an event, whe
 
 from __future__ import annotations
 
-import json
 from datetime import date, datetime, timezone
 
 from forum_atlas.forecasting.lane import LaneQuestion
@@ -52,7 +51,7 @@ def test_waiting_for_data_until_a_vintage_fetched_after_the_deadline_settles_it(
         assert [s["status"] for s in repo.scores_for(conn, june)] == ["unresolvable", "resolved"]   # append-only
         assert repo.state_counts(conn, SCORING_VERSION)["resolved"] == 2
         [event] = conn.execute("SELECT payload FROM forum.events WHERE kind = 'FORECASTS_RECLASSIFIED'").fetchall()
-    [change] = event["payload"]["forecasts"] if isinstance(event["payload"], dict) else json.loads(event["payload"])["forecasts"]
+    [change] = event["payload"]["forecasts"]
     assert (change["forecast_id"], change["was"], change["was_vintage_id"], change["now"]) == (
         june, "unresolvable", old_vintage, "resolved")
     assert "not that it will never be published" in change["why"]
