@@ -192,7 +192,8 @@ def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageDa
     observations = vintage_observations(conn, vintage["vintage_id"])
     return VintageData(
         vintage_id=vintage["vintage_id"], series_id=vintage["series_id"], label=vintage["label"],
-        fetched_at=vintage["fetched_at"], dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
+        fetched_at=vintage["fetched_at"],
+        dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
         values=np.array([np.nan if o.value is None else o.value for o in observations], dtype=np.float64),
     )
 

@@ -124,13 +124,15 @@ def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
     failed = [o for o in fetched if o["kind"] != "ok" or o["partial"]]
     if not failed:
         return None
-    lines = [f"{o['series_id']}: {'partial vintage (covers less than the stored one)' if o['kind'] == 'ok' else o['kind']}"
-             f"{' - ' + o['detail'] if o['detail'] else ''}" for o in failed]
-    waiting = result["run"]["waiting_for_data"]
-    message = (f"degraded: {len(failed)} of {len(fetched)} series not fetched ({', '.join(o['series_id'] for o in failed)}); "
-               f"{waiting} due forecast(s) stay pending: waiting for data")
+    why = {o["series_id"]: "partial (covers less than the stored vintage)" if o["kind"] == "ok" else o["kind"]
+           for o in failed}
+    lines = [f"- {o['series_id']}: {why[o['series_id']]}" + (f" - {o['detail']}" if o["detail"] else "")
+             for o in failed]
+    message = (f"degraded: {len(failed)} of {len(fetched)} series not fetched in full "
+               f"({', '.join(o['series_id'] for o in failed)}); "
+               f"{result['run']['waiting_for_data']} due forecast(s) stay pending: waiting for data")
     create_markdown_artifact(key="nightly-degraded", description="why this nightly is degraded",
-                             markdown="# Nightly degraded\n\n" + message + "\n\n" + "\n".join(f"- {line}" for line in lines))
+                             markdown="\n".join(["# Nightly degraded", "", message, "", *lines]))
     get_run_logger().warning(message)
     return Completed(name=DEGRADED, message=message, data=result)
 

@@ -120,7 +120,8 @@ def test_the_documented_resume_works_and_a_redeploy_keeps_every_schedule_as_the_
         client.create_deployment_schedules(backfill.id, [(CronSchedule(cron="0 4 * * 0", timezone="UTC"), True)])
 
     printed = _deploy()
-    assert "score-accuracy/score-accuracy: paused (kept)" in printed and "bind-forecasts/bind-forecasts: active (kept)" in printed
+    assert "score-accuracy/score-accuracy: paused (kept)" in printed
+    assert "bind-forecasts/bind-forecasts: active (kept)" in printed
     assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "active"
     with get_client(sync_client=True) as client:
         schedules = {name: [(s.schedule.cron, s.active) for s in client.read_deployment_by_name(name).schedules]

@@ -32,12 +32,14 @@ def test_an_offline_nightly_is_degraded_and_leaves_forecasts_waiting_then_resolv
     offline = score_accuracy(return_state=True)
     assert (offline.type.value, offline.name) == ("COMPLETED", "Degraded")
     assert f"prefect.flow-run.{offline.name}" in ALERT_EVENTS
-    assert "1 of 1 series not fetched (UNRATE); 1 due forecast(s) stay pending: waiting for data" in offline.message
+    assert ("1 of 1 series not fetched in full (UNRATE); 1 due forecast(s) stay pending: waiting for data"
+            in offline.message)
     result = offline.result()
     assert (result["run"]["due"], result["run"]["scored"], result["run"]["waiting_for_data"]) == (1, 0, 1)
     assert result["report"]["counts"]["waiting_for_data"] == 1 and result["report"]["counts"]["unresolvable"] == 0
     with get_client(sync_client=True) as client:
-        [artifact] = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["nightly-degraded"])))
+        [artifact] = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["nightly-degraded"])))
     assert "UNRATE: unavailable" in artifact.data and artifact.flow_run_id == offline.state_details.flow_run_id
 
     newer = (shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv").read_text()
