@@ -89,7 +89,7 @@ def test_a_brief_sealed_under_the_substring_rule_still_verifies_and_says_so(data
     old = persist_brief(db, make_record(corpus, synthesis_quote="ell by 20 percent in 2023."))  # inside "fell"
 
     with psycopg.connect(url, autocommit=True) as conn:
-        assert migrations.apply_pending(conn) == ["080_whole_word_verbatim.sql"]
+        assert migrations.apply_pending(conn)[0] == "080_whole_word_verbatim.sql"   # then any later ones
     report = verify_report(db, old.brief_id)
     assert report.problems == [] and report.rule == SUBSTRING_V1
     (note,) = report.notes
