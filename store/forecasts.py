@@ -346,8 +346,7 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
 def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
     frame = _frame(
         conn,
-        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, vintage_fetched_at, status, outcome,
-                  probability, brier, reason
+        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason
              FROM forum.current_scores WHERE scoring_version = %s ORDER BY forecast_id""",
         (scoring_version,),
     )
@@ -355,6 +354,28 @@ def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFra
     for column in ("probability", "brier"):
         frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
     return frame
+
+
+def mislabelled_unresolvable(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
+    """Current scores that say unresolvable on a vintage fetched by the forecast's deadline (written before
+    issue 24 on a night whose fetch failed), with that vintage's fetched_at and the deadline. Found from the
+    few unresolvable rows first, so a large score table is not read whole."""
+    return _frame(
+        conn,
+        """SELECT c.forecast_id, c.vintage_id, c.status, v.fetched_at AS vintage_fetched_at, b.deadline
+             FROM forum.forecast_bindings b
+             CROSS JOIN LATERAL (
+                   SELECT s.forecast_id, s.vintage_id, s.status FROM forum.forecast_scores s
+                     JOIN forum.series_vintages sv USING (vintage_id)
+                    WHERE s.forecast_id = b.forecast_id AND s.scoring_version = %(version)s
+                    ORDER BY sv.fetched_at DESC, s.vintage_id DESC LIMIT 1) c
+             JOIN forum.series_vintages v ON v.vintage_id = c.vintage_id
+            WHERE c.status = 'unresolvable' AND v.fetched_at <= b.deadline
+              AND b.forecast_id IN (SELECT u.forecast_id FROM forum.forecast_scores u
+                                     WHERE u.scoring_version = %(version)s AND u.status = 'unresolvable')
+            ORDER BY c.forecast_id""",
+        {"version": scoring_version},
+    )
 
 
 def scores_for(conn: psycopg.Connection, forecast_id: int) -> list[dict[str, Any]]:

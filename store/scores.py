@@ -69,8 +69,9 @@ def _vintages_for(conn: psycopg.Connection, series_ids: list[str], as_of: dateti
     return found
 
 
-def _unsettled(due: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
+def _unsettled(conn: psycopg.Connection, due: pd.DataFrame, scoring_version: str) -> pd.DataFrame:
     """The due bindings the nightly run still has to resolve: a resolved one is never re-resolved."""
+    current = repo.current_scores(conn, scoring_version)
     settled = set(current.loc[current["status"] == "resolved", "forecast_id"])
     return due[~due["forecast_id"].isin(settled)]
 
@@ -78,7 +79,7 @@ def _unsettled(due: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
 def series_due_tonight(conn: psycopg.Connection, *, as_of: datetime,
                        scoring_version: str = SCORING_VERSION) -> list[str]:
     """The series the nightly run at `as_of` would resolve bindings of: the ones worth a new vintage."""
-    due = _unsettled(repo.due_bindings(conn, as_of=as_of), repo.current_scores(conn, scoring_version))
+    due = _unsettled(conn, repo.due_bindings(conn, as_of=as_of), scoring_version)
     return sorted(due["series_id"].unique())
 
 
@@ -107,15 +108,15 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     run = ScoringRun(mode=mode, as_of=as_of)
     due = repo.due_bindings(conn, as_of=as_of, deadline_from=deadline_from, deadline_to=deadline_to,
                             series_id=series_id)
-    current = repo.current_scores(conn, scoring_version)
     if mode == "nightly":
-        due = _unsettled(due, current)
+        due = _unsettled(conn, due, scoring_version)
     run.due = len(due)
     vintages = _vintages_for(conn, sorted(due["series_id"].unique()), as_of, vintage_id)
     if vintage_id is not None:
         due = due[due["series_id"].isin(list(vintages))]
         run.due = len(due)
     scores = score_bindings(due, vintages, scoring_version)
+    mislabelled = repo.mislabelled_unresolvable(conn, scoring_version)   # read before this run's rows land
     run.vintages = {s: v.vintage_id for s, v in vintages.items()}
     run.scored = len(scores)
     run.waiting_for_data = run.due - run.scored
@@ -123,7 +124,7 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     run.unresolvable = run.scored - run.resolved
     counts = repo.write_scores(conn, scores, run_id=run_id)
     run.inserted, run.reproduced = counts["inserted"], counts["reproduced"]
-    changes = reclassified(current.merge(due[["forecast_id", "deadline"]], on="forecast_id"), scores)
+    changes = reclassified(mislabelled, scores)
     if changes:
         run.reclassified = len(changes)
         record_event(conn, "FORECASTS_RECLASSIFIED", {"scoring_version": scoring_version, "forecasts": changes},
