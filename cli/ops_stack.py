@@ -21,6 +21,7 @@ from pathlib import Path
 
 from forum_atlas.cli.flow_session import free_port, wait_until_healthy
 from forum_atlas.config import Settings
+from forum_atlas.scoring import DEGRADED
 from forum_atlas.store.pgserver import pid_alive
 
 WORK_POOL = "atlas-process"
@@ -118,22 +119,34 @@ def deploy_all(settings: Settings, stack: Stack, names: Sequence[str] = ()) -> l
 def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str] = (),
            log: Path | None = None) -> list[str]:
     """Deploy the flows of `root`/prefect.yaml (those `names`, default all) to the server at `api_url`,
-    idempotently: the work pool and
-    the block types are created once, deployments are updated in place, the binding lane keeps the state
-    (paused or active) it had — prefect.yaml ships it paused and a plain redeploy would re-pause it — and the
-    nightly-failure alert is declared. One process does it all but `prefect deploy` (each Prefect command
-    costs seconds of start-up). Returns what it did, one line each."""
+    idempotently: the work pool and the block types are created once, deployments are updated in place,
+    every schedule of a deployment already on the server is kept as the operator left it (active or paused,
+    added or removed: prefect.yaml's schedules only seed a new deployment), and the nightly-failure alert is
+    declared. One process does it all but `prefect deploy` (each Prefect command costs seconds of start-up).
+    Returns what it did, one line each."""
+    import tempfile
+
+    import yaml
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from forum_atlas.blocks import AtlasDatabase, AtlasProviders
-    from forum_atlas.cli.commands import lane
+    from forum_atlas.cli.commands.lane import schedule_state
 
-    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+    with temporary_settings(updates={PREFECT_API_URL: api_url}), tempfile.TemporaryDirectory() as scratch:
         _ensure_work_pool()
         for block_type in (AtlasDatabase, AtlasProviders):
             block_type.register_type_and_schema()
-        lane_was = lane.lane_state()
-        command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy",
+        existing = _deployments()
+        # Prefect replaces a deployment's schedules with the file's on every deploy (re-pausing a resumed lane,
+        # resuming a paused nightly) and leaves them alone when the file gives none: so the file it reads gives
+        # none for a deployment the server has
+        config = yaml.safe_load((root / "prefect.yaml").read_text())
+        for deployment in config["deployments"]:
+            if deployment["name"] in {d.name for d in existing.values()}:
+                deployment.pop("schedules", None)
+        prefect_file = Path(scratch) / "prefect.yaml"
+        prefect_file.write_text(yaml.safe_dump(config, sort_keys=False))
+        command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(prefect_file),
                    *([f"--name={name}" for name in names] or ["--all"])]
         environment = {**env, "PREFECT_API_URL": api_url, "ATLAS_PROJECT_DIR": env.get("ATLAS_PROJECT_DIR", str(root))}
         if log is None:
@@ -142,9 +155,19 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
                 raise RuntimeError(f"{' '.join(command[2:])} failed (exit {done.returncode})")
         else:
             _run(command, environment, root, log)
-        lane_now = lane.set_lane(True) if lane_was == "active" else lane.lane_state()
-        return [f"{lane.LANE}: {lane_now}" + (" (kept)" if lane_was == lane_now else ""),
+        scheduled = {full: d for full, d in _deployments().items() if d.schedules and (not names or d.name in names)}
+        return [*(f"{full}: {schedule_state(d)}" + (" (kept)" if full in existing else "")
+                  for full, d in scheduled.items()),
                 declare_alerts(os.environ.get("ATLAS_ALERT_WEBHOOK_URL") or None)]
+
+
+def _deployments() -> dict:
+    """flow/deployment → the deployment, for every deployment on the server."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        flows = {flow.id: flow.name for flow in client.read_flows()}
+        return {f"{flows[d.flow_id]}/{d.name}": d for d in client.read_deployments()}
 
 
 def _ensure_work_pool() -> None:
@@ -210,11 +233,14 @@ def _save(settings: Settings, stack: Stack) -> None:
 
 ALERT_BLOCK = "atlas-nightly-alert"
 ALERT_AUTOMATION = "forum-atlas: nightly scoring failed"
+# the events of a nightly run that alert: it failed, or ended Degraded (its fetch failed; due forecasts wait)
+ALERT_EVENTS = frozenset(f"prefect.flow-run.{state}" for state in ("Failed", "Crashed", "TimedOut", DEGRADED))
 NIGHTLY = "score-accuracy/score-accuracy"
 
 
 def declare_alerts(webhook_url: str | None = None) -> str:
-    """The automation that notifies when the nightly score fails (Failed, Crashed or TimedOut), through the
+    """The automation that notifies when the nightly score fails (Failed, Crashed or TimedOut) or ends Degraded
+    (its fetch failed: due forecasts wait for data), through the
     webhook notification block `atlas-nightly-alert` (created from `webhook_url` when given, else one an
     operator saved; its URL is editable in the UI). Idempotent: a redeploy updates it in place. Returns
     what it did, in one line."""
@@ -236,11 +262,11 @@ def declare_alerts(webhook_url: str | None = None) -> str:
     with get_client(sync_client=True) as client:
         nightly = client.read_deployment_by_name(NIGHTLY)
     trigger = EventTrigger(
-        expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed", "prefect.flow-run.TimedOut"},
+        expect=set(ALERT_EVENTS),
         match_related={"prefect.resource.id": f"prefect.deployment.{nightly.id}"},
         posture="Reactive", threshold=1, within=0)
     action = SendNotification(
-        block_document_id=block._block_document_id, subject="Forum Atlas: the nightly score failed",
+        block_document_id=block._block_document_id, subject="Forum Atlas: the nightly score failed or degraded",
         body="Flow run {{ flow_run.name }} ({{ flow_run.id }}) of score-accuracy ended "
              "{{ flow_run.state.name }}: {{ flow_run.state.message }}")
     try:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Deploy every flow in prefect.yaml to the Prefect server at $PREFECT_API_URL, then start a worker:
 #   PREFECT_API_URL=http://127.0.0.1:4200/api deployments/deploy.sh && prefect worker start --pool atlas-process
-# Idempotent: the work pool and block types are created once, deployments are updated in place, the
-# binding lane keeps the state (paused or active) it had before — prefect.yaml ships it paused, a plain
-# `prefect deploy` would re-pause it — and the automation that alerts when the nightly score fails is
-# declared (through $ATLAS_ALERT_WEBHOOK_URL, or a saved Custom Webhook block named atlas-nightly-alert).
+# Idempotent: the work pool and block types are created once, deployments are updated in place, every
+# schedule of a deployment the server already has stays as the operator left it — prefect.yaml's schedules
+# only seed new deployments; a plain `prefect deploy` would re-pause the lane and resume a paused nightly —
+# and the automation that alerts when the nightly score fails or ends Degraded is declared (through $ATLAS_ALERT_WEBHOOK_URL, or a saved Custom Webhook block named atlas-nightly-alert).
 # `atlas ops deploy` does it all in one process (plus `prefect --no-prompt deploy --all`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

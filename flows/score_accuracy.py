@@ -1,6 +1,6 @@
 """Nightly scoring (FC-6/7/8): fetch a new vintage of every series with due bindings → resolve bound
 forecasts past their deadline → append Brier scores (great-expectations-checked) → Accuracy report as
-table, markdown and image artifacts (and files when asked).
+table, markdown and image artifacts (and files when asked). A run whose fetch failed ends Degraded.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.scoring import (
     build_accuracy_report,
+    degraded_final_state,
     fetch_series,
     publish_fetch_outcomes,
     publish_report_artifacts,
@@ -65,8 +66,9 @@ def score_accuracy(params: ScoringParameters = ScoringParameters(),
     publish_report_artifacts(report)
     # log_prints: these lines go to the run logger (the UI's log) and to a CLI user's terminal alike
     print(f"scored {run.scored} of {run.due} due ({run.inserted} new rows: {run.resolved} resolved, "
-          f"{run.unresolvable} unresolvable); {run.no_vintage} without a vintage")
+          f"{run.unresolvable} unresolvable); {run.waiting_for_data} pending: waiting for data")
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
     brier = f"{report.metrics.brier:.4f}" if report.metrics else "n/a"
     print(f"accuracy: {counts}; mean Brier {brier}; last bound forecast {report.last_bound_at}")
-    return {"run": run.as_dict(), "report": report.as_dict(), "files": files, "fetched": fetched}
+    result = {"run": run.as_dict(), "report": report.as_dict(), "files": files, "fetched": fetched}
+    return degraded_final_state(fetched, result) or result

@@ -20,6 +20,7 @@ from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.forecasting.forecast import ForecastRecord
 from forum_atlas.forecasting.lane import LaneQuestion, series_frequency
 from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
+from forum_atlas.scoring.report import STATES
 from forum_atlas.series.connectors.base import FetchedVintage
 from forum_atlas.series.connectors.file import FileConnector
 from forum_atlas.series.coverage import coverage_error, uncovered_dates
@@ -191,6 +192,7 @@ def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageDa
     observations = vintage_observations(conn, vintage["vintage_id"])
     return VintageData(
         vintage_id=vintage["vintage_id"], series_id=vintage["series_id"], label=vintage["label"],
+        fetched_at=vintage["fetched_at"],
         dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
         values=np.array([np.nan if o.value is None else o.value for o in observations], dtype=np.float64),
     )
@@ -289,7 +291,7 @@ def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: da
     frame = _frame(
         conn,
         """SELECT b.forecast_id, f.probability, b.series_id, b.comparator, b.threshold, b.reference_date,
-                  b.target_date
+                  b.target_date, b.deadline
              FROM forum.forecast_bindings b JOIN forum.forecasts f USING (forecast_id)
             WHERE b.deadline <= %(as_of)s
               AND (%(deadline_from)s::timestamptz IS NULL OR b.deadline >= %(deadline_from)s::timestamptz)
@@ -354,6 +356,28 @@ def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFra
     return frame
 
 
+def mislabelled_unresolvable(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
+    """Current scores that say unresolvable on a vintage fetched by the forecast's deadline (written before
+    issue 24 on a night whose fetch failed), with that vintage's fetched_at and the deadline. Found from the
+    few unresolvable rows first, so a large score table is not read whole."""
+    return _frame(
+        conn,
+        """SELECT c.forecast_id, c.vintage_id, c.status, v.fetched_at AS vintage_fetched_at, b.deadline
+             FROM forum.forecast_bindings b
+             CROSS JOIN LATERAL (
+                   SELECT s.forecast_id, s.vintage_id, s.status FROM forum.forecast_scores s
+                     JOIN forum.series_vintages sv USING (vintage_id)
+                    WHERE s.forecast_id = b.forecast_id AND s.scoring_version = %(version)s
+                    ORDER BY sv.fetched_at DESC, s.vintage_id DESC LIMIT 1) c
+             JOIN forum.series_vintages v ON v.vintage_id = c.vintage_id
+            WHERE c.status = 'unresolvable' AND v.fetched_at <= b.deadline
+              AND b.forecast_id IN (SELECT u.forecast_id FROM forum.forecast_scores u
+                                     WHERE u.scoring_version = %(version)s AND u.status = 'unresolvable')
+            ORDER BY c.forecast_id""",
+        {"version": scoring_version},
+    )
+
+
 def scores_for(conn: psycopg.Connection, forecast_id: int) -> list[dict[str, Any]]:
     return conn.execute(
         """SELECT s.*, v.label AS vintage_label, v.fetched_at AS vintage_fetched_at, v.content_hash
@@ -367,7 +391,7 @@ def state_counts(conn: psycopg.Connection, scoring_version: str) -> dict[str, in
     rows = conn.execute(
         "SELECT state, count(*) AS n FROM forum.forecast_states(%s) GROUP BY state", (scoring_version,)
     ).fetchall()
-    counts = {"unscoreable": 0, "pending": 0, "resolved": 0, "unresolvable": 0}
+    counts = dict.fromkeys(STATES, 0)
     counts.update({r["state"]: r["n"] for r in rows})
     return counts
 

@@ -15,11 +15,12 @@ import pandas as pd
 import psycopg
 
 from forum_atlas.scoring import SCORING_VERSION
-from forum_atlas.scoring.batch import VintageData, score_bindings
+from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings
 from forum_atlas.scoring.metrics import accuracy_metrics
 from forum_atlas.scoring.quality import QualityReport, ScoreQualityError, validate_current_scores
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.store import forecasts as repo
+from forum_atlas.store.db import record_event
 
 Mode = Literal["nightly", "backfill"]
 
@@ -34,7 +35,8 @@ class ScoringRun:
     reproduced: int = 0
     resolved: int = 0
     unresolvable: int = 0
-    no_vintage: int = 0
+    waiting_for_data: int = 0   # due, but no vintage fetched after the deadline has the dates yet
+    reclassified: int = 0       # mislabelled unresolvable by a night whose fetch failed, settled now
     vintages: dict[str, int] = field(default_factory=dict)  # series -> vintage_id used
     quality: QualityReport | None = None
 
@@ -91,6 +93,9 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     nightly: forecasts with no current score, or whose current score is unresolvable, are scored on
              the newest vintage of their series fetched by `as_of`; a resolved forecast is not
              re-resolved by the nightly run (its score would silently change with revisions).
+    Either way a forecast whose vintage was fetched by its deadline and lacks a date it needs gets no row
+    (pending: waiting for data), and one that an older run mislabelled so and that is settled now is named
+    in a FORECASTS_RECLASSIFIED event with the reason.
     backfill: every forecast with a deadline in [deadline_from, deadline_to) is scored on the chosen
              vintage (or the newest by `as_of`): a vintage not used before adds a new score row and
              keeps the old; one used before must reproduce the stored row exactly.
@@ -111,13 +116,19 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
         due = due[due["series_id"].isin(list(vintages))]
         run.due = len(due)
     scores = score_bindings(due, vintages, scoring_version)
+    mislabelled = repo.mislabelled_unresolvable(conn, scoring_version)   # read before this run's rows land
     run.vintages = {s: v.vintage_id for s, v in vintages.items()}
     run.scored = len(scores)
-    run.no_vintage = run.due - run.scored
+    run.waiting_for_data = run.due - run.scored
     run.resolved = int((scores["status"] == "resolved").sum()) if len(scores) else 0
     run.unresolvable = run.scored - run.resolved
     counts = repo.write_scores(conn, scores, run_id=run_id)
     run.inserted, run.reproduced = counts["inserted"], counts["reproduced"]
+    changes = reclassified(mislabelled, scores)
+    if changes:
+        run.reclassified = len(changes)
+        record_event(conn, "FORECASTS_RECLASSIFIED", {"scoring_version": scoring_version, "forecasts": changes},
+                     run_id=run_id)
     if validate and run.inserted:
         run.quality = validate_current_scores(repo.current_scores(conn, scoring_version))
         if not run.quality.success:

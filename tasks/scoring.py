@@ -17,6 +17,7 @@ from prefect.tasks import exponential_backoff
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.providers import OutcomeKind, ProviderError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
+from forum_atlas.scoring import DEGRADED
 from forum_atlas.scoring.reliability import reliability_png
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.series.connectors import make_connector
@@ -110,6 +111,30 @@ def publish_fetch_outcomes(outcomes: list[dict[str, Any]], key: str) -> None:
     if outcomes:
         create_table_artifact(key=key, table=[{k: str(v) for k, v in o.items()} for o in outcomes],
                               description="series fetched from FRED: the stored vintage, or why there is none")
+
+
+def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
+    """A nightly whose fetch failed scored on older vintages: what it resolved stands, but the forecasts
+    that needed the missing vintage stayed pending. Then the run ends in a Completed-type state named
+    Degraded (the UI shows the name; its event, prefect.flow-run.Degraded, fires the nightly alert) with a
+    `nightly-degraded` markdown artifact that says which series and why; otherwise None."""
+    from prefect.artifacts import create_markdown_artifact
+    from prefect.states import Completed
+
+    failed = [o for o in fetched if o["kind"] != "ok" or o["partial"]]
+    if not failed:
+        return None
+    why = {o["series_id"]: "partial (covers less than the stored vintage)" if o["kind"] == "ok" else o["kind"]
+           for o in failed}
+    lines = [f"- {o['series_id']}: {why[o['series_id']]}" + (f" - {o['detail']}" if o["detail"] else "")
+             for o in failed]
+    message = (f"degraded: {len(failed)} of {len(fetched)} series not fetched in full "
+               f"({', '.join(o['series_id'] for o in failed)}); "
+               f"{result['run']['waiting_for_data']} due forecast(s) stay pending: waiting for data")
+    create_markdown_artifact(key="nightly-degraded", description="why this nightly is degraded",
+                             markdown="\n".join(["# Nightly degraded", "", message, "", *lines]))
+    get_run_logger().warning(message)
+    return Completed(name=DEGRADED, message=message, data=result)
 
 
 @task(name="series-due", task_run_name="series-due-{as_of:%Y-%m-%d}")

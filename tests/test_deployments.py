@@ -25,7 +25,7 @@ def test_every_entrypoint_is_a_flow_of_its_own_file():
         assert load_flow_from_entrypoint(str(REPO / path) + ":" + name).name
 
 
-def _deploy() -> None:
+def _deploy() -> str:
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "ATLAS_PROJECT_DIR": str(REPO),
@@ -33,6 +33,7 @@ def _deploy() -> None:
     done = subprocess.run(["bash", "deployments/deploy.sh"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +98,13 @@ def test_lane_nightly_and_backfill_run_one_at_a_time(deployed):
         assert deployment.concurrency_options.collision_strategy.value == strategy
 
 
-def test_the_documented_resume_works_and_a_redeploy_keeps_the_lane_resumed(deployed, monkeypatch, capsys):
-    """Issue 13 (2): `atlas lane resume` (deployments/README.md) works as written; re-running deploy.sh, which
-    used to re-pause the lane, keeps it active; `atlas lane pause` pauses it again."""
+def test_the_documented_resume_works_and_a_redeploy_keeps_every_schedule_as_the_operator_left_it(
+        deployed, monkeypatch, capsys):
+    """Issue 13 (2): `atlas lane resume` (deployments/README.md) works as written; `atlas lane pause` pauses it again.
+    Issue 24 (4): re-running deploy.sh, which used to re-pause the lane and resume a paused nightly, keeps every
+    schedule as the operator left it: the lane resumed, the nightly paused, a schedule added to the backfill."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.schedules import CronSchedule
     from prefect.settings import PREFECT_API_URL
 
     from forum_atlas.cli.main import main
@@ -107,8 +112,24 @@ def test_the_documented_resume_works_and_a_redeploy_keeps_the_lane_resumed(deplo
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())
     assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "paused"
     assert main(["lane", "resume"]) == 0 and capsys.readouterr().out.strip() == "bind-forecasts/bind-forecasts: active"
-    _deploy()
+    with get_client(sync_client=True) as client:
+        nightly = client.read_deployment_by_name("score-accuracy/score-accuracy")
+        [nightly_schedule] = nightly.schedules
+        client.update_deployment_schedule(nightly.id, nightly_schedule.id, active=False)
+        backfill = client.read_deployment_by_name("backfill-scores/backfill-scores")
+        client.create_deployment_schedules(backfill.id, [(CronSchedule(cron="0 4 * * 0", timezone="UTC"), True)])
+
+    printed = _deploy()
+    assert "score-accuracy/score-accuracy: paused (kept)" in printed
+    assert "bind-forecasts/bind-forecasts: active (kept)" in printed
     assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "active"
+    with get_client(sync_client=True) as client:
+        schedules = {name: [(s.schedule.cron, s.active) for s in client.read_deployment_by_name(name).schedules]
+                     for name in ("score-accuracy/score-accuracy", "backfill-scores/backfill-scores")}
+        client.update_deployment_schedule(nightly.id, client.read_deployment_by_name(
+            "score-accuracy/score-accuracy").schedules[0].id, active=True)   # as shipped, for the tests after this
+    assert schedules == {"score-accuracy/score-accuracy": [("30 2 * * *", False)],
+                         "backfill-scores/backfill-scores": [("0 4 * * 0", True)]}
     assert main(["lane", "pause"]) == 0 and capsys.readouterr().out.strip().endswith(": paused")
 
 
@@ -165,7 +186,7 @@ def test_the_nightly_failure_alert_is_declared_against_the_api_and_a_redeploy_up
     nightly = next(d for key, d in deployed.items() if key.endswith("/score-accuracy"))
     assert automation.enabled and automation.trigger.posture == "Reactive"
     assert automation.trigger.expect == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed",
-                                         "prefect.flow-run.TimedOut"}
+                                         "prefect.flow-run.TimedOut", "prefect.flow-run.Degraded"}
     assert automation.trigger.match_related.model_dump() == {"prefect.resource.id": f"prefect.deployment.{nightly.id}"}
     [action] = automation.actions
     block = CustomWebhookNotificationBlock.load(ops_stack.ALERT_BLOCK)

@@ -5,3 +5,7 @@ stay attributable to the rules that produced them (sql/020_forecasts.sql's state
 """
 
 SCORING_VERSION = "brier-v1"
+
+# The name of the final state (type COMPLETED: its scores stand) of a nightly run whose fetch failed, so due
+# forecasts wait for data; the UI shows it, and its event (prefect.flow-run.Degraded) fires the nightly alert.
+DEGRADED = "Degraded"

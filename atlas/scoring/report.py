@@ -11,7 +11,10 @@ from pathlib import Path
 from forum_atlas.scoring.metrics import AccuracyMetrics
 from forum_atlas.scoring.reliability import reliability_png
 
-STATES = ("unscoreable", "pending", "resolved", "unresolvable")
+# waiting_for_data: bound, deadline passed, and no vintage fetched after the deadline has the dates yet
+# (a failed fetch leaves forecasts here, never unresolvable)
+STATES = ("unscoreable", "pending", "waiting_for_data", "resolved", "unresolvable")
+STATE_LABELS = {"pending": "pending: deadline ahead", "waiting_for_data": "pending: waiting for data"}
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -29,13 +32,13 @@ class AccuracyReport:
 
     @property
     def scoreable(self) -> int:
-        return sum(self.counts.get(s, 0) for s in ("pending", "resolved", "unresolvable"))
+        return sum(self.counts.get(s, 0) for s in STATES if s != "unscoreable")
 
     def rows(self) -> list[tuple[str, str]]:
         rows = [("scoring version", self.scoring_version),
                 ("forecasts", str(sum(self.counts.values()))),
                 ("scoreable (bound)", str(self.scoreable))]
-        rows += [(f"  {state}", str(self.counts.get(state, 0))) for state in STATES]
+        rows += [(f"  {STATE_LABELS.get(state, state)}", str(self.counts.get(state, 0))) for state in STATES]
         rows.append(("last bound forecast", self.last_bound_at.isoformat() if self.last_bound_at else "none yet"))
         m = self.metrics
         if m is None:

@@ -1,8 +1,8 @@
 """`atlas lane status|pause|resume`: the binding lane's schedule on the Prefect server at PREFECT_API_URL.
 
 The lane ships paused (FC-5). `resume` is the documented way to start it; `deployments/deploy.sh`
-reads the state before a redeploy and restores it after, so a redeploy never re-pauses a lane that
-an operator resumed.
+leaves the schedules of a deployment the server already has as they are, so a redeploy never re-pauses a
+lane that an operator resumed.
 """
 
 from __future__ import annotations
@@ -42,26 +42,22 @@ async def _read():
             return None
 
 
-def _state(deployment) -> str:
+def schedule_state(deployment) -> str:
+    """active (a schedule of it is), paused, or absent (no such deployment)."""
     if deployment is None:
         return "absent"
     return "active" if any(s.active for s in deployment.schedules) else "paused"
-
-
-def lane_state() -> str:
-    """active, paused or absent, on the server of the current Prefect settings."""
-    return _state(asyncio.run(_read()))
 
 
 def _status(args: argparse.Namespace) -> int:
     _require_server()
     deployment = asyncio.run(_read())
     if args.state:
-        print(_state(deployment))
+        print(schedule_state(deployment))
     else:
         schedules = [{"cron": s.schedule.cron, "timezone": s.schedule.timezone, "active": s.active}
                      for s in (deployment.schedules if deployment else [])]
-        print(json.dumps({"deployment": LANE, "state": _state(deployment), "schedules": schedules}, indent=2))
+        print(json.dumps({"deployment": LANE, "state": schedule_state(deployment), "schedules": schedules}, indent=2))
     return 0
 
 
@@ -77,7 +73,7 @@ def set_lane(active: bool) -> str:
         async with get_client() as client:
             for schedule in deployment.schedules:
                 await client.update_deployment_schedule(deployment.id, schedule.id, active=active)
-        return _state(await _read())
+        return schedule_state(await _read())
 
     return asyncio.run(apply())
 

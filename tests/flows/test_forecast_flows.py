@@ -136,7 +136,8 @@ def test_demo_binds_resolves_scores_and_reports_and_backfill_twice_changes_nothi
     from forum_atlas.flows.backfill_scores import BackfillParameters, backfill_scores
 
     report = run_forecast_demo(report_dir=tmp_path / "report")
-    assert report.counts == {"unscoreable": 0, "pending": 0, "resolved": 2, "unresolvable": 1}
+    assert report.counts == {"unscoreable": 0, "pending": 0, "waiting_for_data": 0, "resolved": 2,
+                             "unresolvable": 1}
     assert report.last_bound_at == datetime(2025, 4, 15, tzinfo=UTC)
     assert report.metrics.n_resolved == 2
     assert (tmp_path / "report" / "reliability.png").read_bytes()[:4] == b"\x89PNG"

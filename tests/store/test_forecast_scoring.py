@@ -74,7 +74,7 @@ def test_cpi_feb_to_mar_resolves_no_then_yes_with_both_scores_kept(db, series, m
     issued = issue_bound_forecast(db, question, at(2025, 3, 20), None, seed=11)
     fid = issued["forecast_id"]
     assert issued["issue_vintage"] == "2025-03"
-    assert state(db, fid) == "pending"
+    assert state(db, fid) == "waiting_for_data"   # states are live: its deadline has passed, it is not scored yet
     assert nightly(db, at(2025, 4, 29)).due == 0  # before the deadline nothing is due
     first = nightly(db, at(2025, 4, 30))
     assert (first.inserted, first.resolved) == (1, 1) and first.quality.success
@@ -131,7 +131,8 @@ def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
         fid = repo.insert_forecast(conn, record)
     assert nightly(db, at(2026, 3, 31)).due == 0
     with db.connection() as conn:
-        assert repo.state_counts(conn, SCORING_VERSION) == {"unscoreable": 1, "pending": 0, "resolved": 0,
+        assert repo.state_counts(conn, SCORING_VERSION) == {"unscoreable": 1, "pending": 0,
+                                                            "waiting_for_data": 0, "resolved": 0,
                                                             "unresolvable": 0}
         assert conn.execute("SELECT state FROM forum.forecast_states_current").fetchone()["state"] == "unscoreable"
         report = accuracy_report(conn)

@@ -216,7 +216,8 @@ def test_database_refuses_a_regressing_vintage_and_partial_scores(db, series):
             run_scoring(conn, mode="backfill", as_of=at(2026, 5, 1), vintage_id=partial)
     with db.transaction() as conn:
         run = run_scoring(conn, mode="nightly", as_of=at(2026, 5, 1))
-    assert run.vintages == {"UNRATE": full["vintage_id"]} and run.scored == 1
+    # the full vintage is the one used; fetched before the deadline, it cannot yet say April (issue 24: waiting)
+    assert run.vintages == {"UNRATE": full["vintage_id"]} and (run.due, run.waiting_for_data) == (1, 1)
 
 
 # ---------------------------------------------------------------- where fetched_at comes from

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime, timezone
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from forum_atlas.scoring.batch import VintageData, score_bindings
+from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings
 from forum_atlas.scoring.resolution import compare
 
 VINTAGE = VintageData(
-    vintage_id=7, series_id="UNRATE", label="2026-03",
+    vintage_id=7, series_id="UNRATE", label="2026-03", fetched_at=datetime(2026, 3, 31, tzinfo=timezone.utc),
     dates=np.array(["2025-03-01", "2025-04-01", "2025-09-01", "2025-10-01", "2025-11-01"], dtype="datetime64[D]"),
     values=np.array([4.2, 4.2, 4.4, np.nan, 4.5]),
 )
 
 
-def bindings(*rows):
-    return pd.DataFrame(rows, columns=["forecast_id", "probability", "series_id", "comparator", "threshold",
-                                       "reference_date", "target_date"])
+DEADLINE = "2026-01-15T00:00:00+00:00"   # before VINTAGE was fetched
+
+
+def bindings(*rows, deadline=DEADLINE):
+    frame = pd.DataFrame(rows, columns=["forecast_id", "probability", "series_id", "comparator", "threshold",
+                                        "reference_date", "target_date"])
+    frame["deadline"] = pd.Timestamp(deadline)
+    return frame
 
 
 @pytest.mark.parametrize("comparator, expected", [(">", False), (">=", True), ("<", False), ("<=", True)])
@@ -56,3 +64,29 @@ def test_unknown_comparator_is_refused():
         score_bindings(bindings((1, 0.5, "UNRATE", "!=", 1.0, None, "2025-04-01")), {"UNRATE": VINTAGE}, "v")
     with pytest.raises(ValueError, match="not one of"):
         compare("==", 1, 1)
+
+
+def test_a_vintage_fetched_by_the_deadline_that_lacks_the_date_leaves_the_forecast_waiting():
+    """Issue 24 (3): a night whose fetch failed scores on an older vintage; a date it lacks is "not fetched
+    yet", never unresolvable. What it can resolve, it resolves; a vintage fetched after the deadline that
+    lacks the date (October 2025, never published) is unresolvable."""
+    rows = [(1, 0.7, "UNRATE", ">", None, "2025-03-01", "2025-04-01"),    # in the vintage: resolves
+            (2, 0.7, "UNRATE", ">", None, "2025-09-01", "2025-10-01"),    # empty in it
+            (4, 0.6, "UNRATE", ">=", 4.0, None, "2026-06-01")]            # beyond it
+    old = replace(VINTAGE, fetched_at=datetime(2026, 1, 15, tzinfo=timezone.utc))   # at the deadline: not after
+    assert list(score_bindings(bindings(*rows), {"UNRATE": old}, "v")["forecast_id"]) == [1]
+    after = score_bindings(bindings(*rows), {"UNRATE": VINTAGE}, "v").set_index("forecast_id")
+    assert list(after["status"]) == ["resolved", "unresolvable", "unresolvable"]
+
+
+def test_forecasts_mislabelled_by_a_failed_fetch_are_named_when_a_later_vintage_settles_them():
+    previous = pd.DataFrame({
+        "forecast_id": [2, 3, 5], "vintage_id": [6, 6, 7], "status": ["unresolvable", "unresolvable", "unresolvable"],
+        "vintage_fetched_at": pd.to_datetime(["2026-01-10", "2026-01-10", "2026-03-31"], utc=True),
+        "deadline": pd.to_datetime([DEADLINE, DEADLINE, DEADLINE], utc=True)})
+    new_scores = pd.DataFrame({"forecast_id": [2, 5], "vintage_id": [7, 8], "status": ["resolved", "unresolvable"]})
+    [change] = reclassified(previous, new_scores)   # 3 is not settled yet; 5 was rightly unresolvable
+    assert {k: change[k] for k in ("forecast_id", "was", "was_vintage_id", "now", "vintage_id")} == {
+        "forecast_id": 2, "was": "unresolvable", "was_vintage_id": 6, "now": "resolved", "vintage_id": 7}
+    assert "fetched at 2026-01-10T00:00:00+00:00, by the deadline 2026-01-15" in change["why"]
+    assert "not that it will never be published" in change["why"]
