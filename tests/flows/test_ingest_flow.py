@@ -195,9 +195,20 @@ def test_a_write_that_fails_mid_run_is_reported_with_what_was_committed(atlas_en
     assert note.startswith("committed before this failure: batches 1–1 of sources.jsonl through line 10 (+10 documents")
     assert "batch 2 (lines 11–20) and everything after it wrote nothing" in note and note.endswith("resumes at batch 2.")
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 10
-    runs = asyncio.run(_task_runs_of_latest_ingest())
+    runs = _settled_task_runs_of_latest_ingest("write-batch-2")
     assert {"validate-batch-1", "write-batch-1", "validate-batch-3", "write-batch-2"} <= set(runs), sorted(runs)
     assert runs["write-batch-2"] == ("FAILED", 1), "a refused write is not retried (only transient errors are)"
+
+
+def _settled_task_runs_of_latest_ingest(name: str, within_s: float = 30.0) -> dict[str, tuple[str, int]]:
+    """The API records task-run states from the client's events, a moment after they happen (longer
+    under load): read again until `name` has left RUNNING."""
+    deadline = time.monotonic() + within_s
+    while True:
+        runs = asyncio.run(_task_runs_of_latest_ingest())
+        if runs.get(name, ("RUNNING",))[0] not in ("PENDING", "RUNNING") or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.25)
 
 
 async def _task_runs_of_latest_ingest() -> dict[str, tuple[str, int]]:
