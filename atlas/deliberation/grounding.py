@@ -217,6 +217,7 @@ def _direction_clashes(claim: _Reading, context: _Reading, matches: dict[int, li
     return clashes
 
 
+@lru_cache(maxsize=1024)   # the audit asks once to pick what the verifier judges, and again for the verdict
 def ground(claim: str, quote: str, passage: str) -> Grounding:
     """Checks (a)–(d) for a claim whose quote the verbatim rule already found in `passage`. Where the
     quote occurs more than once, the claim is grounded when it is grounded in one of its sentences."""
