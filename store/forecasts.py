@@ -305,7 +305,8 @@ def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: da
 
 
 _COMPARED = ("status", "outcome", "probability", "brier", "target_date", "target_present", "target_value",
-             "reference_date", "reference_present", "reference_value", "reason")
+             "reference_date", "reference_present", "reference_value", "reason", "log_score", "deadline_vintage_id",
+             "deadline_outcome")
 
 
 def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str | None = None) -> dict[str, int]:
@@ -330,7 +331,8 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
     ).fetchall()
     if mismatch:
         raise ValueError(f"re-scoring did not reproduce stored scores for {mismatch}: the resolution or scoring rules "
-                         "changed without a new scoring version; nothing was written")
+                         "changed without a new scoring version (or, for a version that records the deadline "
+                         "vintage, a vintage fetched before the deadline was loaded since); nothing was written")
     inserted = conn.execute(
         f"""INSERT INTO forum.forecast_scores ({columns}, flow_run_id)
             SELECT {columns}, %s FROM score_batch ORDER BY forecast_id
@@ -346,14 +348,43 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
 def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
     frame = _frame(
         conn,
-        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason
+        """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason,
+                  log_score, deadline_vintage_id, deadline_outcome
              FROM forum.current_scores WHERE scoring_version = %s ORDER BY forecast_id""",
         (scoring_version,),
     )
-    frame["outcome"] = pd.array(frame["outcome"].tolist(), dtype="Int64")
-    for column in ("probability", "brier"):
+    for column in ("outcome", "deadline_vintage_id", "deadline_outcome"):
+        frame[column] = pd.array(frame[column].tolist(), dtype="Int64")
+    for column in ("probability", "brier", "log_score"):
         frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
     return frame
+
+
+def full_vintage_catalogue(conn: psycopg.Connection, series_ids: Sequence[str]) -> pd.DataFrame:
+    """vintage_id, series_id, fetched_at of every full vintage of these series (partial ones are never used)."""
+    return _frame(conn, """SELECT vintage_id, series_id, fetched_at FROM forum.series_vintages
+                            WHERE series_id = ANY(%s) AND NOT partial ORDER BY series_id, fetched_at, vintage_id""",
+                  (list(series_ids),))
+
+
+def registered_scoring_versions(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """forum.scoring_versions: each version's data row and whether it is the default."""
+    return conn.execute("""SELECT version, measure, clip, records_deadline_vintage, description, is_default
+                             FROM forum.scoring_versions ORDER BY version""").fetchall()
+
+
+def version_summaries(conn: psycopg.Connection) -> pd.DataFrame:
+    """Per registered version: forecasts with a current score in it, how many resolved, and the mean score over
+    the resolved ones (in its measure's column)."""
+    return _frame(
+        conn,
+        """SELECT r.version, r.measure, r.is_default, count(c.forecast_id) AS scored,
+                  count(*) FILTER (WHERE c.status = 'resolved') AS resolved,
+                  avg(CASE r.measure WHEN 'log' THEN c.log_score ELSE c.brier END) AS mean_score
+             FROM forum.scoring_versions r LEFT JOIN forum.current_scores c ON c.scoring_version = r.version
+            GROUP BY r.version, r.measure, r.is_default ORDER BY r.version""",
+        (),
+    )
 
 
 def mislabelled_unresolvable(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:

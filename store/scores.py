@@ -15,10 +15,11 @@ import pandas as pd
 import psycopg
 
 from forum_atlas.scoring import SCORING_VERSION
-from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings
-from forum_atlas.scoring.metrics import accuracy_metrics
+from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings, vintages_current_at
+from forum_atlas.scoring.metrics import accuracy_metrics, log_skill
 from forum_atlas.scoring.quality import QualityReport, ScoreQualityError, validate_current_scores
-from forum_atlas.scoring.report import AccuracyReport
+from forum_atlas.scoring.report import AccuracyReport, VersionSummary
+from forum_atlas.scoring.versions import ScoringRule, scoring_rule
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import record_event
 
@@ -29,6 +30,7 @@ Mode = Literal["nightly", "backfill"]
 class ScoringRun:
     mode: Mode
     as_of: datetime
+    scoring_version: str
     due: int = 0
     scored: int = 0
     inserted: int = 0
@@ -69,6 +71,15 @@ def _vintages_for(conn: psycopg.Connection, series_ids: list[str], as_of: dateti
     return found
 
 
+def _deadline_vintages(conn: psycopg.Connection, due: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, VintageData]]:
+    """`due` with each binding's deadline vintage (the newest full one of its series fetched by its deadline,
+    NA if none was) in deadline_vintage_id, and the data of those vintages."""
+    catalogue = repo.full_vintage_catalogue(conn, sorted(due["series_id"].unique()))
+    due = due.assign(deadline_vintage_id=vintages_current_at(catalogue, due["series_id"], due["deadline"]))
+    ids = sorted(int(v) for v in due["deadline_vintage_id"].dropna().unique())
+    return due, {v: repo.vintage_data(conn, repo.get_vintage(conn, v)) for v in ids}
+
+
 def _unsettled(conn: psycopg.Connection, due: pd.DataFrame, scoring_version: str) -> pd.DataFrame:
     """The due bindings the nightly run still has to resolve: a resolved one is never re-resolved."""
     current = repo.current_scores(conn, scoring_version)
@@ -105,7 +116,8 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
         raise ScoringInputError("as_of must carry a timezone")
     if deadline_from and deadline_to and deadline_to <= deadline_from:
         raise ScoringInputError(f"empty range: {deadline_from.isoformat()} .. {deadline_to.isoformat()}")
-    run = ScoringRun(mode=mode, as_of=as_of)
+    rule: ScoringRule = scoring_rule(scoring_version)
+    run = ScoringRun(mode=mode, as_of=as_of, scoring_version=rule.version)
     due = repo.due_bindings(conn, as_of=as_of, deadline_from=deadline_from, deadline_to=deadline_to,
                             series_id=series_id)
     if mode == "nightly":
@@ -115,7 +127,10 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     if vintage_id is not None:
         due = due[due["series_id"].isin(list(vintages))]
         run.due = len(due)
-    scores = score_bindings(due, vintages, scoring_version)
+    deadline_vintages = None
+    if rule.records_deadline_vintage:
+        due, deadline_vintages = _deadline_vintages(conn, due)
+    scores = score_bindings(due, vintages, rule, deadline_vintages)
     mislabelled = repo.mislabelled_unresolvable(conn, scoring_version)   # read before this run's rows land
     run.vintages = {s: v.vintage_id for s, v in vintages.items()}
     run.scored = len(scores)
@@ -136,20 +151,35 @@ def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None 
     return run
 
 
+def _deadline_outcome_counts(resolved: pd.DataFrame) -> dict[str, int]:
+    known = resolved["deadline_outcome"].notna()
+    same = known & (resolved["deadline_outcome"] == resolved["outcome"]).fillna(False)
+    return {"same": int(same.sum()), "revised since": int((known & ~same).sum()),
+            "not known at the deadline": int((~known).sum())}
+
+
 def accuracy_report(conn: psycopg.Connection, *, scoring_version: str = SCORING_VERSION,
                     fixed_base_rate: float = 0.5, now: datetime | None = None) -> AccuracyReport:
+    """The Accuracy report of one scoring version (any registered one), with every version's summary beside."""
+    rule = scoring_rule(scoring_version)
     counts = repo.state_counts(conn, scoring_version)
     current = repo.current_scores(conn, scoring_version)
     resolved = current[current["status"] == "resolved"]
-    metrics = None
-    notes = []
+    report = AccuracyReport(scoring_version=scoring_version, generated_at=now or datetime.now(timezone.utc),
+                            counts=counts, last_bound_at=repo.last_bound_at(conn), metrics=None,
+                            measure=rule.measure)
     if len(resolved):
-        metrics = accuracy_metrics(resolved["probability"].to_numpy(), resolved["outcome"].to_numpy(dtype=float),
-                                   fixed_base_rate=fixed_base_rate)
+        outcome = resolved["outcome"].to_numpy(dtype=float)
+        report.metrics = accuracy_metrics(resolved["probability"].to_numpy(), outcome, fixed_base_rate=fixed_base_rate)
+        if rule.measure == "log":
+            report.log_score, report.log_skill = log_skill(resolved["log_score"].to_numpy(), outcome)
+        if rule.records_deadline_vintage:
+            report.deadline_outcomes = _deadline_outcome_counts(resolved)
     else:
-        notes.append("no bound forecast has resolved yet: Brier and skill are not defined")
-    last = repo.last_bound_at(conn)
-    if last is None:
-        notes.append("no forecast has ever been bound: the binding lane has not issued anything")
-    return AccuracyReport(scoring_version=scoring_version, generated_at=now or datetime.now(timezone.utc),
-                          counts=counts, last_bound_at=last, metrics=metrics, notes=notes)
+        report.notes.append("no bound forecast has resolved yet: Brier and skill are not defined")
+    if report.last_bound_at is None:
+        report.notes.append("no forecast has ever been bound: the binding lane has not issued anything")
+    report.versions = [VersionSummary(r.version, r.measure, bool(r.is_default), int(r.scored), int(r.resolved),
+                                      None if pd.isna(r.mean_score) else float(r.mean_score))
+                       for r in repo.version_summaries(conn).itertuples()]
+    return report

@@ -1,10 +1,12 @@
-"""Resolution, Brier scoring, skill, Murphy decomposition, reliability diagram and the Accuracy report.
+"""Resolution, scoring (the registered versions in `versions.py`), skill, Murphy decomposition, reliability
+diagram and the Accuracy report.
 
-SCORING_VERSION names the resolution + scoring rules; change it whenever they change, so old scores
-stay attributable to the rules that produced them (sql/020_forecasts.sql's state view names it too).
+SCORING_VERSION is the default version: the one the nightly writes and Accuracy shows unless asked for another.
+A change of the resolution or scoring rules is a new version in `versions.py` (and a migration adding its row),
+so old scores stay attributable to the rules that produced them.
 """
 
-SCORING_VERSION = "brier-v1"
+from forum_atlas.scoring.versions import DEFAULT_VERSION as SCORING_VERSION
 
 # The name of the final state (type COMPLETED: its scores stand) of a nightly run whose fetch failed, so due
 # forecasts wait for data; the UI shows it, and its event (prefect.flow-run.Degraded) fires the nightly alert.

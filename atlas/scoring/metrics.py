@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from forum_atlas.scoring.versions import log_values
+
 REPORT_BINS = 10
 
 
@@ -56,6 +58,15 @@ def brier_score(probability, outcome) -> float:
 
 def skill(brier: float, reference_brier: float) -> float | None:
     return None if reference_brier == 0 else 1.0 - brier / reference_brier
+
+
+def log_skill(log_scores, outcome) -> tuple[float, float | None]:
+    """Mean of stored log scores (log-v1's, clipped) and its skill against climatology: the observed base rate
+    forecast for every question, scored the same way."""
+    o = np.asarray(outcome, dtype=np.float64)
+    mean = float(np.mean(np.asarray(log_scores, dtype=np.float64)))
+    reference = float(np.mean(log_values(np.full(len(o), o.mean()), o)))
+    return mean, skill(mean, reference)
 
 
 @dataclass(frozen=True)

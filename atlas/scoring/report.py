@@ -21,21 +21,44 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+@dataclass(frozen=True)
+class VersionSummary:
+    """One registered scoring version's current scores, for the report's comparison of versions."""
+    version: str
+    measure: str
+    is_default: bool
+    scored: int
+    resolved: int
+    mean_score: float | None   # over the resolved, in the version's measure
+
+    def row(self) -> tuple[str, str]:
+        default = " (default)" if self.is_default else ""
+        return (f"version {self.version}{default}",
+                f"{self.scored} scored, {self.resolved} resolved, mean {self.measure} {_fmt(self.mean_score)}")
+
+
 @dataclass
 class AccuracyReport:
     scoring_version: str
     generated_at: datetime
     counts: dict[str, int]                  # by state, from the database
     last_bound_at: datetime | None          # issue time of the newest bound forecast
-    metrics: AccuracyMetrics | None         # None until something has resolved
+    metrics: AccuracyMetrics | None         # None until something has resolved (Brier metrics of p and outcome)
     notes: list[str] = field(default_factory=list)
+    measure: str = "brier"                  # what the version scores (atlas.scoring.versions)
+    log_score: float | None = None          # a log version: mean log score (nats) of the resolved
+    log_skill: float | None = None          # ... and its skill against climatology's log score
+    # a version that records the deadline vintage: resolved forecasts whose outcome on it was the same, revised
+    # since, or not known at the deadline
+    deadline_outcomes: dict[str, int] | None = None
+    versions: list[VersionSummary] = field(default_factory=list)
 
     @property
     def scoreable(self) -> int:
         return sum(self.counts.get(s, 0) for s in STATES if s != "unscoreable")
 
     def rows(self) -> list[tuple[str, str]]:
-        rows = [("scoring version", self.scoring_version),
+        rows = [("scoring version", f"{self.scoring_version} ({self.measure})"),
                 ("forecasts", str(sum(self.counts.values()))),
                 ("scoreable (bound)", str(self.scoreable))]
         rows += [(f"  {STATE_LABELS.get(state, state)}", str(self.counts.get(state, 0))) for state in STATES]
@@ -43,8 +66,13 @@ class AccuracyReport:
         m = self.metrics
         if m is None:
             rows.append(("mean Brier", "n/a (nothing resolved yet)"))
-            return rows
+            return rows + [v.row() for v in self.versions]
         d = m.decomposition
+        if self.measure == "log":
+            rows += [("mean log score (nats)", _fmt(self.log_score)),
+                     ("log-score skill vs climatology", _fmt(self.log_skill))]
+        if self.deadline_outcomes is not None:
+            rows += [(f"  outcome on the deadline vintage: {what}", str(n)) for what, n in self.deadline_outcomes.items()]
         rows += [
             ("resolved and scored", str(m.n_resolved)),
             ("mean Brier", _fmt(m.brier)),
@@ -57,7 +85,7 @@ class AccuracyReport:
             ("within-bin variance − covariance", _fmt(d.within_bin_variance - d.within_bin_covariance)),
             ("binning", d.binning),
         ]
-        return rows
+        return rows + [v.row() for v in self.versions]
 
     def markdown(self) -> str:
         lines = ["# Accuracy", "", f"Generated {self.generated_at.isoformat()}; states are counted live from the "

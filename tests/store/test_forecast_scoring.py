@@ -211,12 +211,6 @@ def test_bad_series_files_write_nothing(db, series, tmp_path):
     assert counts(db)["series_observations"] == 121
 
 
-def test_state_view_names_the_current_scoring_version(db):
-    with db.connection() as conn:
-        definition = conn.execute("SELECT pg_get_viewdef('forum.forecast_states_current') AS d").fetchone()["d"]
-    assert f"'{SCORING_VERSION}'" in definition
-
-
 def _fred_csv(path: Path, series_id: str, dates, values) -> Path:
     path.write_text(f"observation_date,{series_id}\n" + "".join(f"{d},{v:g}\n" for d, v in zip(dates, values)))
     return path

@@ -11,6 +11,7 @@ import pytest
 
 from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings
 from forum_atlas.scoring.resolution import compare
+from forum_atlas.scoring.versions import SCORING_RULES
 
 VINTAGE = VintageData(
     vintage_id=7, series_id="UNRATE", label="2026-03", fetched_at=datetime(2026, 3, 31, tzinfo=timezone.utc),
@@ -42,7 +43,7 @@ def test_scores_rows_tie_missing_and_out_of_range():
         (4, 0.6, "UNRATE", ">=", 4.0, None, "2026-06-01"),           # beyond the vintage
         (5, 0.6, "UNRATE", ">", None, "2025-10-01", "2025-11-01"),   # reference missing
         (6, 0.9, "CPIAUCSL", ">", 1.0, None, "2025-01-01"),          # no vintage for the series
-    ), {"UNRATE": VINTAGE}, "brier-v1").set_index("forecast_id")
+    ), {"UNRATE": VINTAGE}, SCORING_RULES["brier-v1"]).set_index("forecast_id")
     assert list(frame.index) == [1, 2, 3, 4, 5]
     assert frame.loc[1, "status"] == "resolved" and frame.loc[1, "outcome"] == 0
     assert frame.loc[1, "brier"] == pytest.approx(0.49)
@@ -61,7 +62,7 @@ def test_scores_rows_tie_missing_and_out_of_range():
 
 def test_unknown_comparator_is_refused():
     with pytest.raises(ValueError, match="unknown comparators"):
-        score_bindings(bindings((1, 0.5, "UNRATE", "!=", 1.0, None, "2025-04-01")), {"UNRATE": VINTAGE}, "v")
+        score_bindings(bindings((1, 0.5, "UNRATE", "!=", 1.0, None, "2025-04-01")), {"UNRATE": VINTAGE}, SCORING_RULES["brier-v1"])
     with pytest.raises(ValueError, match="not one of"):
         compare("==", 1, 1)
 
@@ -74,8 +75,8 @@ def test_a_vintage_fetched_by_the_deadline_that_lacks_the_date_leaves_the_foreca
             (2, 0.7, "UNRATE", ">", None, "2025-09-01", "2025-10-01"),    # empty in it
             (4, 0.6, "UNRATE", ">=", 4.0, None, "2026-06-01")]            # beyond it
     old = replace(VINTAGE, fetched_at=datetime(2026, 1, 15, tzinfo=timezone.utc))   # at the deadline: not after
-    assert list(score_bindings(bindings(*rows), {"UNRATE": old}, "v")["forecast_id"]) == [1]
-    after = score_bindings(bindings(*rows), {"UNRATE": VINTAGE}, "v").set_index("forecast_id")
+    assert list(score_bindings(bindings(*rows), {"UNRATE": old}, SCORING_RULES["brier-v1"])["forecast_id"]) == [1]
+    after = score_bindings(bindings(*rows), {"UNRATE": VINTAGE}, SCORING_RULES["brier-v1"]).set_index("forecast_id")
     assert list(after["status"]) == ["resolved", "unresolvable", "unresolvable"]
 
 
