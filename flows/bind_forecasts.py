@@ -26,7 +26,7 @@ from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.forecasting.lane import LaneQuestion, load_questions
 from forum_atlas.resources import data_file
 from forum_atlas.tasks import flow_run_id
-from forum_atlas.tasks.forecasting import bind_lane_question, check_lane_questions
+from forum_atlas.tasks.forecasting import bind_lane_question, check_lane_questions, series_to_fetch
 from forum_atlas.tasks.scoring import fetch_series, publish_fetch_outcomes, run_name_from
 
 
@@ -38,8 +38,9 @@ class LaneParameters(BaseModel):
     as_of: datetime | None = Field(default=None, description="issue time (UTC); empty = now. For replays and demos")
     fetch_series: list[str] | None = Field(
         default=None, max_length=100,
-        description="FRED ids to fetch as new vintages first; empty = the questions' series when as_of is empty "
-                    "(a live run), none for a replay; [] = fetch nothing")
+        description="FRED ids to fetch as new vintages first; empty = for a live run (as_of empty), the questions' "
+                    "series a new vintage could bind something for (none when every question is bound and no new "
+                    "period can have been published), none for a replay; [] = fetch nothing")
     fred_key_secret: Secret | None = Field(default=None, description="the Secret block holding a FRED API key; "
                                            "empty = $FRED_API_KEY, else the public CSV export")
 
@@ -59,7 +60,7 @@ def bind_forecasts(params: LaneParameters = LaneParameters(), database_block: At
                                                         else data_file("forecast_lane.json"))
     to_fetch = params.fetch_series
     if to_fetch is None:
-        to_fetch = [] if params.as_of else sorted({spec.series_id for spec in questions})
+        to_fetch = [] if params.as_of else series_to_fetch(settings, questions, datetime.now(timezone.utc))
     if to_fetch:
         publish_fetch_outcomes(fetch_series(settings, to_fetch, params.fred_key_secret), key="lane-fetch")
     # a live run issues after its fetch: a vintage is visible from the instant it was fetched

@@ -260,9 +260,13 @@ def binding_exists(conn: psycopg.Connection, key: str, target_date: date) -> boo
     the first to commit, then finds its binding and reports "already bound" instead of a UniqueViolation."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('forum.forecast_bindings'), hashtext(%s))",
                  (f"{key}@{target_date.isoformat()}",))
-    return conn.execute(
-        "SELECT 1 FROM forum.forecast_bindings WHERE question_key = %s AND target_date = %s", (key, target_date)
-    ).fetchone() is not None
+    return is_bound(conn, key, target_date)
+
+
+def is_bound(conn: psycopg.Connection, key: str, target_date: date) -> bool:
+    """Whether the question is bound already (a plain read: binding_exists locks first)."""
+    return conn.execute("SELECT 1 FROM forum.forecast_bindings WHERE question_key = %s AND target_date = %s",
+                        (key, target_date)).fetchone() is not None
 
 
 def get_forecast(conn: psycopg.Connection, forecast_id: int) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from forum_atlas.forecasting.binding import BindingError
 from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION, adaptive_answer
 from forum_atlas.forecasting.evidence import EvidenceSearch, attach_evidence
 from forum_atlas.forecasting.forecast import ForecastRecord, make_forecast
-from forum_atlas.forecasting.lane import LaneQuestion, bind_question
+from forum_atlas.forecasting.lane import LaneQuestion, bind_question, worth_fetching
 from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
 from forum_atlas.llm import make_driver_engine
 from forum_atlas.providers import ProviderError
@@ -114,6 +114,31 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
                 problems.append(str(exc))
     if problems:
         raise BindingError("the lane bound nothing: " + "; ".join(problems))
+
+
+@task(name="series-to-fetch", task_run_name="series-to-fetch-{now:%Y-%m-%d}")
+def series_to_fetch(settings: Settings, questions: Sequence[LaneQuestion], now: datetime) -> list[str]:
+    """The series of the questions a new vintage could bind something for (lane.worth_fetching), judged on the
+    stored data: one with no stored vintage, or a question that cannot be bound on it, is fetched too (the run
+    then binds or explains on the fresh data)."""
+    wanted = set()
+    with shared_database(settings).connection() as conn:
+        registry = repo.series_registry(conn)
+        for spec in questions:
+            try:
+                _, visible = repo.visible_at_issue(conn, spec, now)
+                question = bind_question(spec, visible, now, registry)
+            except BindingError:
+                wanted.add(spec.series_id)
+                continue
+            bound = repo.is_bound(conn, question.key, question.target_date)
+            if worth_fetching(spec, question.target_date, bound, registry.info(spec.series_id).frequency, now):
+                wanted.add(spec.series_id)
+    skipped = sorted({spec.series_id for spec in questions} - wanted)
+    if skipped:
+        get_run_logger().info("not fetched: %s (every question of theirs is bound and no new period can have been "
+                              "published)", ", ".join(skipped))
+    return sorted(wanted)
 
 
 @task(name="bind-question", task_run_name="bind-{spec.key}", timeout_seconds=300)

@@ -17,7 +17,7 @@ from prefect.tasks import exponential_backoff
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.providers import OutcomeKind, ProviderError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
-from forum_atlas.scoring import DEGRADED
+from forum_atlas.scoring import DEGRADED, SCORING_VERSION
 from forum_atlas.scoring.reliability import reliability_png
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.series.connectors import make_connector
@@ -144,23 +144,25 @@ def series_due(settings: Settings, as_of: datetime) -> list[str]:
         return scores.series_due_tonight(conn, as_of=as_of)
 
 
-@task(name="resolve-and-score", task_run_name="{mode}-score-{as_of:%Y-%m-%d}")
+@task(name="resolve-and-score", task_run_name="{mode}-score-{scoring_version}-{as_of:%Y-%m-%d}")
 def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage_id: int | None = None,
                       series_id: str | None = None, deadline_from: datetime | None = None,
-                      deadline_to: datetime | None = None, run_id: str | None = None) -> scores.ScoringRun:
+                      deadline_to: datetime | None = None, run_id: str | None = None,
+                      scoring_version: str = SCORING_VERSION) -> scores.ScoringRun:
     with shared_database(settings).transaction() as conn:
         run = scores.run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
-                                 deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id)
-    get_run_logger().info("%s scoring at %s: %d due, %d scored, %d new rows", mode, as_of.isoformat(), run.due,
-                          run.scored, run.inserted)
+                                 deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id,
+                                 scoring_version=scoring_version)
+    get_run_logger().info("%s scoring (%s) at %s: %d due, %d scored, %d new rows", mode, scoring_version,
+                          as_of.isoformat(), run.due, run.scored, run.inserted)
     return run
 
 
-@task(name="accuracy-report")
-def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir: str | None
-                          ) -> tuple[AccuracyReport, dict[str, str]]:
+@task(name="accuracy-report", task_run_name="accuracy-report-{scoring_version}")
+def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir: str | None,
+                          scoring_version: str = SCORING_VERSION) -> tuple[AccuracyReport, dict[str, str]]:
     with shared_database(settings).connection() as conn:
-        report = scores.accuracy_report(conn, fixed_base_rate=fixed_base_rate)
+        report = scores.accuracy_report(conn, fixed_base_rate=fixed_base_rate, scoring_version=scoring_version)
     files = {k: str(v) for k, v in report.write(Path(out_dir)).items()} if out_dir else {}
     return report, files
 

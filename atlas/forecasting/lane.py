@@ -55,6 +55,23 @@ def _period_months(series_id: str, frequency: str) -> int:
     return _MONTHS_PER_PERIOD[frequency]
 
 
+def period_end(target: date, series_id: str, frequency: str) -> date:
+    """The first day after the target's period (a month, quarter or year; a day for other frequencies)."""
+    if frequency in _MONTHS_PER_PERIOD:
+        return shift_months(target, _period_months(series_id, frequency))
+    return target + timedelta(days=1)
+
+
+def worth_fetching(spec: LaneQuestion, target: date, bound: bool, frequency: str, now: datetime) -> bool:
+    """Whether a new vintage could change what the lane binds for a question whose target on the stored data is
+    `target`: it is not bound yet (bind it on the freshest data), or it is bound to a derived target whose period
+    has ended, so a new vintage may have published it and opened the next one. A question already bound to its
+    explicit target, or to a period still running, needs no fetch: nothing published since can bind anything."""
+    if not bound:
+        return True
+    return spec.target_date is None and now.date() >= period_end(target, spec.series_id, frequency)
+
+
 def series_frequency(spec: LaneQuestion, registry: SeriesRegistry) -> str:
     """The frequency of the question's series; an unregistered series id is a BindingError that lists
     the registered ones."""
@@ -81,9 +98,8 @@ def bind_question(spec: LaneQuestion, visible: Sequence[Observation], issued_at:
         reference = spec.reference  # a date or None
     deadline = spec.deadline
     if deadline is None:
-        period_end = (shift_months(target, _period_months(spec.series_id, frequency))
-                      if frequency in _MONTHS_PER_PERIOD else target + timedelta(days=1))
-        deadline = datetime.combine(period_end + timedelta(days=spec.deadline_days), time(0), tzinfo=timezone.utc)
+        deadline = datetime.combine(period_end(target, spec.series_id, frequency) + timedelta(days=spec.deadline_days),
+                                    time(0), tzinfo=timezone.utc)
     question = BoundQuestion(key=spec.key, series_id=spec.series_id, comparator=spec.comparator,
                              target_date=target, deadline=deadline, threshold=spec.threshold,
                              reference_date=reference)

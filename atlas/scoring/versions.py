@@ -67,6 +67,8 @@ SCORING_RULES: dict[str, ScoringRule] = {rule.version: rule for rule in (
                 "Brier score on the vintage current at scoring time, beside the vintage current at the deadline "
                 "and its outcome (revisions visible)", brier_values),
 )}
+# a field of a run form: the UI offers the registered versions as choices
+VersionName = Literal[tuple(SCORING_RULES)]  # type: ignore[valid-type]
 # The version the nightly writes and Accuracy shows unless asked for another (forum.scoring_versions.is_default).
 DEFAULT_VERSION = "brier-v1"
 

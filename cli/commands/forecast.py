@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from forum_atlas.cli.output import day, instant, table
+from forum_atlas.scoring.versions import DEFAULT_VERSION, SCORING_RULES
 from forum_atlas.series.parsing import FREQUENCIES
 
 
@@ -90,9 +91,12 @@ def register(groups: argparse._SubParsersAction) -> None:
     nightly.add_argument("--as-of", type=instant)
     nightly.add_argument("--report-dir", type=Path)
     nightly.set_defaults(handler=_nightly)
-    backfill = score_sub.add_parser("backfill", help="re-score deadlines in [--from, --to), idempotently")
-    backfill.add_argument("--from", dest="deadline_from", type=day, required=True)
-    backfill.add_argument("--to", dest="deadline_to", type=day, required=True)
+    backfill = score_sub.add_parser("backfill", help="score due forecasts (deadlines in [--from, --to)) in a scoring "
+                                                     "version, beside the others, idempotently")
+    backfill.add_argument("--version", dest="scoring_version", choices=list(SCORING_RULES), default=DEFAULT_VERSION,
+                          help=f"scoring version to write (default {DEFAULT_VERSION})")
+    backfill.add_argument("--from", dest="deadline_from", type=day, help="first deadline included (default: all)")
+    backfill.add_argument("--to", dest="deadline_to", type=day, help="first deadline excluded (default: all passed)")
     backfill.add_argument("--vintage", type=int, help="vintage id (default: newest by --as-of)")
     backfill.add_argument("--series")
     backfill.add_argument("--as-of", type=instant)
@@ -101,6 +105,9 @@ def register(groups: argparse._SubParsersAction) -> None:
     accuracy = groups.add_parser("accuracy", help="the Accuracy report, live from the database")
     accuracy.add_argument("--out", type=Path, help="also write accuracy.md, accuracy.json, reliability.png here")
     accuracy.add_argument("--fixed-base-rate", type=float, default=0.5)
+    accuracy.add_argument("--version", dest="scoring_version", choices=list(SCORING_RULES), default=DEFAULT_VERSION,
+                          help=f"the scoring version reported (default {DEFAULT_VERSION}); every version's summary "
+                               "is listed beside it")
     accuracy.add_argument("--json", action="store_true")
     accuracy.set_defaults(handler=_accuracy)
 
@@ -263,8 +270,9 @@ def _nightly(args: argparse.Namespace) -> int:
 def _backfill(args: argparse.Namespace) -> int:
     from forum_atlas.flows.backfill_scores import BackfillParameters, backfill_scores
 
-    summary = backfill_scores(BackfillParameters(deadline_from=args.deadline_from, deadline_to=args.deadline_to,
-                                                 vintage_id=args.vintage, series_id=args.series, as_of=args.as_of))
+    summary = backfill_scores(BackfillParameters(scoring_version=args.scoring_version, deadline_from=args.deadline_from,
+                                                 deadline_to=args.deadline_to, vintage_id=args.vintage,
+                                                 series_id=args.series, as_of=args.as_of))
     print(table(["measure", "value"], [(k, v) for k, v in summary.items() if k != "quality_checks"]))
     return 0
 
@@ -274,7 +282,7 @@ def _accuracy(args: argparse.Namespace) -> int:
     from forum_atlas.store.scores import accuracy_report
 
     with Database.open() as db, db.connection() as conn:
-        report = accuracy_report(conn, fixed_base_rate=args.fixed_base_rate)
+        report = accuracy_report(conn, fixed_base_rate=args.fixed_base_rate, scoring_version=args.scoring_version)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION
+from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 
@@ -243,3 +244,107 @@ def test_the_shipped_lane_questions_are_relative_to_the_run_and_name_only_fetcha
         registry = repo.series_registry(conn)
     assert questions and all(q.target_date is None and q.deadline is None for q in questions)
     assert {registry.info(q.series_id).frequency for q in questions} <= {"monthly", "quarterly"}
+
+
+def test_a_log_v1_backfill_over_the_demo_run_twice_inserts_once_and_accuracy_shows_both_versions(
+        prefect_env, atlas_env, db, capsys):
+    """Issue 24 (5), through the CLI as a data engineer would type it."""
+    from forum_atlas.cli.forecast_demo import run_forecast_demo
+    from forum_atlas.cli.main import main
+
+    run_forecast_demo()
+
+    def scores():
+        with db.connection() as conn:
+            return conn.execute("SELECT * FROM forum.forecast_scores ORDER BY score_id").fetchall()
+
+    demo_scores = scores()
+    assert {s["scoring_version"] for s in demo_scores} == {SCORING_VERSION} and len(demo_scores) == 3
+    capsys.readouterr()
+    backfill = ["score", "backfill", "--version", "log-v1", "--from", "2025-01-01", "--to", "2026-01-01"]
+    assert main(backfill) == 0
+    first = capsys.readouterr().out
+    assert main(backfill) == 0
+    second = capsys.readouterr().out
+    assert (_measure(first, "inserted"), _measure(first, "reproduced")) == ("3", "0"), first
+    assert (_measure(second, "inserted"), _measure(second, "reproduced")) == ("0", "3"), second
+    after = scores()
+    assert after[:3] == demo_scores, "the brier-v1 scores are untouched"
+    assert [(s["scoring_version"], s["status"], s["brier"] is None, s["log_score"] is None) for s in after[3:]] == \
+        [("log-v1", "resolved", True, False)] * 2 + [("log-v1", "unresolvable", True, True)]
+    assert main(["accuracy", "--version", "log-v1"]) == 0
+    log_report = capsys.readouterr().out
+    assert main(["accuracy"]) == 0
+    default_report = capsys.readouterr().out
+    assert "log-v1 (log)" in log_report and "mean log score (nats)" in log_report
+    for report in (log_report, default_report):
+        assert _measure(report, "version brier-v1 (default)").startswith("3 scored, 2 resolved, mean brier 0."), report
+        assert _measure(report, "version log-v1").startswith("3 scored, 2 resolved, mean log 0."), report
+
+
+def _measure(table: str, name: str) -> str:
+    """The value of a measure in a printed two-column table."""
+    [value] = [line[len(name):].strip() for line in table.splitlines() if line.startswith(name + "  ")]
+    return value
+
+
+def test_the_backfill_deployment_s_quick_run_scores_every_due_forecast_lacking_the_default_version(
+        prefect_env, atlas_env, db, shared_data):
+    """Issue 24 (6): the deployment's own parameters (a Quick run) used to name a 2025 range, so it scored nothing
+    due later; now they score every due forecast in the default version."""
+    from forum_atlas.flows.backfill_scores import BackfillParameters, backfill_scores
+    from forum_atlas.tasks.forecasting import issue_bound_forecast
+
+    series = shared_data / "series"
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    issued = issue_bound_forecast(db, LaneQuestion(key="unrate-dec", series_id="UNRATE", comparator=">",
+                                                   reference="previous", target_date=date(2025, 12, 1),
+                                                   deadline=datetime(2026, 2, 1, tzinfo=UTC)),
+                                  datetime(2025, 4, 15, tzinfo=UTC), None, seed=3)
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    assert backfill_scores(BackfillParameters(deadline_from=date(2025, 1, 1), deadline_to=date(2026, 1, 1)))["due"] == 0
+    quick = backfill_scores(**backfill_scores.validate_parameters(_deployment("backfill-scores").get("parameters") or {}))
+    again = backfill_scores()
+    assert (quick["scoring_version"], quick["due"], quick["inserted"]) == (SCORING_VERSION, 1, 1)
+    assert (again["inserted"], again["reproduced"]) == (0, 1)
+    with db.connection() as conn:
+        assert repo.forecast_state(conn, issued["forecast_id"], SCORING_VERSION) == "resolved"
+
+
+def _monthly_csv(path: Path, last: date) -> Path:
+    """A FRED-style monthly series from 2020-01 through `last`."""
+    from forum_atlas.forecasting.lane import shift_months
+
+    rows, day = [], date(2020, 1, 1)
+    while day <= last:
+        rows.append(f"{day},{4 + (day.month % 3) / 10:.1f}")
+        day = shift_months(day, 1)
+    path.write_text("observation_date,UNRATE\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_live_lane_run_that_finds_everything_bound_fetches_nothing(prefect_env, atlas_env, db, monkeypatch,
+                                                                     tmp_path):
+    """Issue 24 (6): the first live run fetches (the question is not bound yet) and binds this month; the second
+    finds it bound to a period still running, so no new vintage can bind anything: it asks FRED nothing."""
+    from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
+    from forum_atlas.forecasting.lane import shift_months
+    from tests.support.wire import Reply, WireServer
+
+    this_month = datetime.now(UTC).date().replace(day=1)
+    body = _monthly_csv(tmp_path / "unrate.csv", shift_months(this_month, -1)).read_text()
+    question = [{"key": "unrate-up", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}]
+    with WireServer() as srv:
+        srv.always("/graph/fredgraph.csv", Reply(200, body, headers={"Content-Type": "text/csv"}))
+        monkeypatch.setenv("ATLAS_FRED_CSV_BASE", srv.url)
+        monkeypatch.delenv("FRED_API_KEY", raising=False)
+        first = bind_forecasts(LaneParameters(questions=question))
+        fetched_first = len(srv.requests_to("/graph/fredgraph.csv"))
+        second = bind_forecasts(LaneParameters(questions=question))
+        fetched_second = len(srv.requests_to("/graph/fredgraph.csv")) - fetched_first
+    assert [(r["status"], r.get("deadline", "")[:7]) for r in first] == \
+        [("bound", str(shift_months(this_month, 1) + timedelta(days=45))[:7])]
+    assert [r["status"] for r in second] == ["already bound"]
+    assert (fetched_first, fetched_second) == (1, 0)
+    with db.connection() as conn:
+        assert len(repo.list_vintages(conn)) == 1
