@@ -6,7 +6,8 @@
    COPY the due bindings out, resolve + Brier-score as arrays, COPY the rows in, great-expectations
    check of the score table, commit. Reference in the same run: a plain COPY of the same number of
    score rows into an unindexed temp table. Also timed: the idempotent re-runs (nightly again, and a
-   backfill on the same vintage that must reproduce every row).
+   backfill on the same vintage that must reproduce every row), and a backfill of each new scoring version
+   (log-v1, brier-v2: target <= 10 s) beside brier-v1 on the newest vintages, then again (must insert nothing).
 
 Uses a fresh embedded PostgreSQL in a temporary directory under /tmp.
 """
@@ -112,11 +113,18 @@ def bench_scoring(settings: Settings, n: int) -> list[tuple]:
             seconds, run = timed("backfill", vintage_id=vintage_id, deadline_from=datetime(2000, 1, 1, tzinfo=UTC))
             backfill_s += seconds
             reproduced += run.reproduced
+        versions = []
+        for version in ("log-v1", "brier-v2"):
+            new_s, new = timed("backfill", scoring_version=version, deadline_from=datetime(2000, 1, 1, tzinfo=UTC))
+            repeat_s, repeat = timed("backfill", scoring_version=version, deadline_from=datetime(2000, 1, 1, tzinfo=UTC))
+            versions.append((version, new_s, new, repeat_s, repeat))
         with db.transaction() as conn:
-            frame = conn.execute("SELECT count(*) AS n FROM forum.forecast_scores").fetchone()["n"]
+            frame = conn.execute("SELECT count(*) AS n FROM forum.forecast_scores WHERE scoring_version = 'brier-v1'"
+                                 ).fetchone()["n"]
             start = time.perf_counter()
             conn.execute("CREATE TEMP TABLE copy_floor AS SELECT * FROM forum.forecast_scores WITH NO DATA")
-            with conn.cursor().copy("COPY (SELECT * FROM forum.forecast_scores) TO STDOUT") as out:
+            with conn.cursor().copy("COPY (SELECT * FROM forum.forecast_scores WHERE scoring_version = 'brier-v1') "
+                                    "TO STDOUT") as out:
                 data = b"".join(bytes(block) for block in out)
             copy_out_s = time.perf_counter() - start
             start = time.perf_counter()
@@ -135,9 +143,15 @@ def bench_scoring(settings: Settings, n: int) -> list[tuple]:
         ("  nightly again (nothing new to resolve)", f"{again_s:.2f} s", "", f"inserted {again.inserted}", ""),
         ("  backfill on the same vintages (reproduce every row)", f"{backfill_s:.2f} s", "",
          f"reproduced {reproduced:,}", "PASS" if reproduced == n else "FAIL"),
+        *[row for version, new_s, new, repeat_s, repeat in versions for row in (
+            (f"backfill of a new version, {version}, beside brier-v1 ({new.due:,} due; {new_s / first_s:.2f}× the "
+             "nightly's time)", f"{new_s:.2f} s", "", "<= 10 s", "PASS" if new_s <= 10 and new.inserted == first.inserted else "FAIL"),
+            (f"  {version} again (idempotent: inserted {repeat.inserted}, reproduced {repeat.reproduced:,})",
+             f"{repeat_s:.2f} s", "", "", "PASS" if repeat.inserted == 0 and repeat.reproduced == new.inserted
+             else "FAIL"))],
         (f"  reference: plain COPY in of the same {frame:,} score rows", f"{copy_in_s:.2f} s", "",
          f"scoring / COPY = {total / copy_in_s:.1f}×", ""),
-        ("  reference: COPY out of the score table", f"{copy_out_s:.2f} s", "", "", ""),
+        ("  reference: COPY out of the brier-v1 scores", f"{copy_out_s:.2f} s", "", "", ""),
     ]
 
 

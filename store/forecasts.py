@@ -323,9 +323,12 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
     conn.execute("DROP TABLE IF EXISTS pg_temp.score_batch")
     conn.execute(f"CREATE TEMP TABLE score_batch ON COMMIT DROP AS SELECT {columns} FROM forum.forecast_scores "
                  "WITH NO DATA")
-    # pandas writes floats with numpy's shortest round-trip repr, so values survive the text exactly.
-    text = scores[SCORE_ROW_COLUMNS].to_csv(index=False, header=False, date_format="%Y-%m-%d", na_rep="")
-    with conn.cursor().copy(f"COPY score_batch ({columns}) FROM STDIN WITH (FORMAT csv)") as copy:
+    # pandas writes floats with numpy's shortest round-trip repr, so values survive the text exactly. A column
+    # empty in every row (a version's unused score column, the deadline columns of most versions) stays NULL
+    # in score_batch without travelling as text.
+    sent = [c for c in SCORE_ROW_COLUMNS if scores[c].notna().any()]
+    text = scores[sent].to_csv(index=False, header=False, date_format="%Y-%m-%d", na_rep="")
+    with conn.cursor().copy(f"COPY score_batch ({', '.join(sent)}) FROM STDIN WITH (FORMAT csv)") as copy:
         copy.write(text.encode("utf-8"))
     differs = " OR ".join(f"s.{c} IS DISTINCT FROM b.{c}" for c in _COMPARED)
     mismatch = conn.execute(

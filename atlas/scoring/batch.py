@@ -168,7 +168,7 @@ def score_bindings(bindings: pd.DataFrame, vintages: Mapping[str, VintageData], 
             "reference_value": read.reference_value,
             "reason": read.resolutions.reason,
             "log_score": score if rule.column == "log_score" else no_score,
-            "deadline_vintage_id": (group["deadline_vintage_id"].astype("Int64").to_numpy()
+            "deadline_vintage_id": (group["deadline_vintage_id"].astype("Int64").array
                                     if rule.records_deadline_vintage else pd.array([pd.NA] * len(group), "Int64")),
             "deadline_outcome": (_deadline_outcomes(group, deadline_vintages) if rule.records_deadline_vintage
                                  else pd.array([pd.NA] * len(group), dtype="Int16")),

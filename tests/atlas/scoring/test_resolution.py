@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings
+from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings, vintages_current_at
 from forum_atlas.scoring.resolution import compare
 from forum_atlas.scoring.versions import SCORING_RULES
 
@@ -91,3 +91,19 @@ def test_forecasts_mislabelled_by_a_failed_fetch_are_named_when_a_later_vintage_
         "forecast_id": 2, "was": "unresolvable", "was_vintage_id": 6, "now": "resolved", "vintage_id": 7}
     assert "fetched at 2026-01-10T00:00:00+00:00, by the deadline 2026-01-15" in change["why"]
     assert "not that it will never be published" in change["why"]
+
+
+def test_brier_v2_records_each_binding_s_deadline_vintage_or_none():
+    """A binding whose deadline came before any vintage records none (and no deadline outcome); the others record
+    the newest vintage fetched by their deadline and the outcome it gave."""
+    frame = bindings((1, 0.7, "UNRATE", ">", 4.0, None, "2025-03-01"), (2, 0.7, "UNRATE", ">", 4.0, None, "2025-03-01"))
+    frame["deadline"] = [datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2026, 3, 31, tzinfo=timezone.utc)]
+    catalogue = pd.DataFrame({"vintage_id": [VINTAGE.vintage_id], "series_id": ["UNRATE"],
+                              "fetched_at": [VINTAGE.fetched_at]})
+    frame["deadline_vintage_id"] = vintages_current_at(catalogue, frame["series_id"], frame["deadline"])
+    scores = score_bindings(frame, {"UNRATE": VINTAGE}, SCORING_RULES["brier-v2"], {VINTAGE.vintage_id: VINTAGE})
+    rows = scores.set_index("forecast_id")
+    assert rows["deadline_vintage_id"].isna().tolist() == [True, False]
+    assert rows.loc[2, "deadline_vintage_id"] == VINTAGE.vintage_id and rows.loc[2, "deadline_outcome"] == rows.loc[2, "outcome"]
+    assert pd.isna(rows.loc[1, "deadline_outcome"])
+    assert "1.0" not in scores[["deadline_vintage_id"]].to_csv(index=False)   # stays an integer for the COPY
