@@ -157,11 +157,24 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  bound: {row['series_id']} {row['target_date']} {row['comparator']} {against}, "
               f"deadline {row['deadline'].isoformat()}")
     if scores:
-        print(table(["score", "version", "vintage", "status", "outcome", "brier", "target", "reference", "reason"],
+        print(table(["score", "version", "vintage", "status", "outcome", "brier", "log score", "at the deadline",
+                     "target", "reference", "reason"],
                     [(s["score_id"], s["scoring_version"], f"{s['vintage_label']} #{s['vintage_id']}", s["status"],
-                      s["outcome"], None if s["brier"] is None else round(s["brier"], 6), s["target_value"],
+                      s["outcome"], _rounded(s["brier"]), _rounded(s["log_score"]), _at_deadline(s), s["target_value"],
                       s["reference_value"], s["reason"]) for s in scores]))
     return 0
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _at_deadline(score: dict) -> str | None:
+    """A version that records the deadline vintage: that vintage and the outcome it gave."""
+    if score["deadline_vintage_id"] is None:
+        return None
+    outcome = "not known" if score["deadline_outcome"] is None else f"outcome {score['deadline_outcome']}"
+    return f"#{score['deadline_vintage_id']}: {outcome}"
 
 
 def _backtest(args: argparse.Namespace) -> int:

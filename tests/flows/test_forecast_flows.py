@@ -272,6 +272,9 @@ def test_a_log_v1_backfill_over_the_demo_run_twice_inserts_once_and_accuracy_sho
     assert after[:3] == demo_scores, "the brier-v1 scores are untouched"
     assert [(s["scoring_version"], s["status"], s["brier"] is None, s["log_score"] is None) for s in after[3:]] == \
         [("log-v1", "resolved", True, False)] * 2 + [("log-v1", "unresolvable", True, True)]
+    resolved_log = next(s for s in after[3:] if s["status"] == "resolved")
+    assert main(["forecast", "show", str(resolved_log["forecast_id"])]) == 0
+    assert f"log-v1    2026-03 #{resolved_log['vintage_id']}" in capsys.readouterr().out   # the version's row is listed
     assert main(["accuracy", "--version", "log-v1"]) == 0
     log_report = capsys.readouterr().out
     assert main(["accuracy"]) == 0
@@ -348,3 +351,14 @@ def test_a_live_lane_run_that_finds_everything_bound_fetches_nothing(prefect_env
     assert (fetched_first, fetched_second) == (1, 0)
     with db.connection() as conn:
         assert len(repo.list_vintages(conn)) == 1
+
+
+def test_the_backfill_form_offers_every_registered_version_and_needs_nothing_filled_in():
+    from forum_atlas.flows.backfill_scores import backfill_scores
+    from forum_atlas.scoring.versions import DEFAULT_VERSION, SCORING_RULES
+
+    schema = backfill_scores.parameters.model_dump()
+    form = schema["definitions"]["BackfillParameters"]
+    version = form["properties"]["scoring_version"]
+    assert (version["enum"], version["default"]) == (list(SCORING_RULES), DEFAULT_VERSION) and version["description"]
+    assert not form.get("required") and "params" not in schema.get("required", [])
