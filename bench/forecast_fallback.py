@@ -20,7 +20,8 @@ origins before 2015 only) and DGS10's regimes before 2015 (1965–81, 1982–99,
 vs 0.5 >= −0.005, ECE <= 0.05). Nothing from 2015 on is read for DGS10, so the held-out check of
 `bench.forecast_skill` stays untouched by whatever this table decides. No Monte-Carlo: every number
 is the rule's own probability; the table prints skill vs base rate / vs 0.5 / ECE per rule, then how
-many regime checks each fails and in how many shared cells it loses skill against the base rate.
+many regime checks each fails, in how many shared cells it loses skill against the base rate, and its
+mean skill over those cells.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def main() -> None:
     names: list[str] | None = None
     regime_fails: dict[str, int] = {}
     shared_losses: dict[str, int] = {}
+    shared_skill: dict[str, list[float]] = {}
     for label, series, horizon, h in _cells():
         values = series.view.values
         periods_per_year = PERIODS_PER_YEAR.get(series.frequency, 12.0)
@@ -105,6 +107,7 @@ def main() -> None:
         if names is None:
             names = list(rules)
             regime_fails, shared_losses = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+            shared_skill = {name: [] for name in names}
             print(f"| origins | horizon | n | {' | '.join(names)} |\n|" + "---|" * (3 + len(names)), flush=True)
         for check, is_regime, origins in _checks(label, series.view.dates, usable, series.frequency == "daily"):
             cells = []
@@ -115,12 +118,13 @@ def main() -> None:
                     regime_fails[name] += not (vs_base >= 0 and vs_half >= -0.005 and ece <= 0.05)
                 else:
                     shared_losses[name] += vs_base < 0
+                    shared_skill[name].append(vs_base)
             print(f"| {check} | {horizon} | {int(origins.sum())} | {' | '.join(cells)} |", flush=True)
     print("\nCells: skill vs base rate / skill vs 0.5 / ECE, each rule's probability before sampling.\n")
-    print("| rule | regime checks before 2015 failed (of 9) | shared cells losing skill vs base rate (of 18) |\n"
-          "|---|---|---|")
+    print("| rule | regime checks before 2015 failed (of 9) | shared cells losing skill vs base rate (of 18) | "
+          "mean skill vs base rate over the shared cells |\n|---|---|---|---|")
     for name in names or []:
-        print(f"| {name} | {regime_fails[name]} | {shared_losses[name]} |")
+        print(f"| {name} | {regime_fails[name]} | {shared_losses[name]} | {np.mean(shared_skill[name]):+.4f} |")
 
 
 if __name__ == "__main__":

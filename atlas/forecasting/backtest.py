@@ -227,7 +227,9 @@ CALIBRATED_DRAWS = 200
 def ece_if_calibrated(probability: np.ndarray, draws: int = CALIBRATED_DRAWS, seed: int = 0) -> float:
     """The mean ECE (10 equal-width bins, as reported) of `probability` over `draws` outcome sets drawn
     as if each forecast were exactly right (outcome ~ Bernoulli(p)): the noise floor of the ECE at
-    these forecasts and this many origins. Seeded, so the same forecasts give the same floor."""
+    these forecasts and this many origins. Seeded, so the same forecasts give the same floor. The draws
+    are independent; outcomes of overlapping horizons (origins closer than h) are not, so there the
+    true floor is higher than this one."""
     p = np.asarray(probability, dtype=np.float64)
     rng = np.random.Generator(np.random.SFC64(seed))
     outcomes = rng.random((draws, len(p))) < p
