@@ -12,8 +12,11 @@ revised values of its past, not what was published then.
 Skill is reported against three references at the same origins (issue 27): the whole-history base
 rate (every rule's recorded base rate), a constant 0.5, and the best fixed rolling window chosen in
 hindsight (the rolling rates of `adaptive.py`, the window picked on the scored outcomes themselves,
-so no rule can choose it in advance); ECE with its bins; and skill and ECE over the last third of the
-origins alone, where a regime change is not diluted by the older origins.
+so no rule can choose it in advance); ECE with its bins, beside the ECE the same forecasts would show
+if they were perfectly calibrated (a few hundred origins spread over several bins show an ECE of
+several hundredths from outcome noise alone, so a small cell's ECE is read against that floor); and
+skill and ECE over the last third of the origins alone, where a regime change is not diluted by the
+older origins.
 """
 
 from __future__ import annotations
@@ -218,11 +221,31 @@ def _fmt(value) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
+CALIBRATED_DRAWS = 200
+
+
+def ece_if_calibrated(probability: np.ndarray, draws: int = CALIBRATED_DRAWS, seed: int = 0) -> float:
+    """The mean ECE (10 equal-width bins, as reported) of `probability` over `draws` outcome sets drawn
+    as if each forecast were exactly right (outcome ~ Bernoulli(p)): the noise floor of the ECE at
+    these forecasts and this many origins. Seeded, so the same forecasts give the same floor. The draws
+    are independent; outcomes of overlapping horizons (origins closer than h) are not, so there the
+    true floor is higher than this one."""
+    p = np.asarray(probability, dtype=np.float64)
+    rng = np.random.Generator(np.random.SFC64(seed))
+    outcomes = rng.random((draws, len(p))) < p
+    index = np.minimum((p * REPORT_BINS).astype(np.intp), REPORT_BINS - 1)
+    error = np.zeros(draws)
+    for b in np.unique(index):
+        in_bin = index == b
+        error += in_bin.sum() * np.abs(p[in_bin].mean() - outcomes[:, in_bin].mean(axis=1))
+    return float(error.mean() / len(p))
+
+
 def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.ndarray,
                   window_rates: np.ndarray) -> dict:
     """Brier of the forecasts, of the whole-history base rate alone (at each origin), of p = 0.5 and
     of the best fixed rolling window chosen in hindsight (`window_rates`: origin × window); skill
-    against the three; expected calibration error and the Murphy decomposition (10 bins)."""
+    against the three; expected calibration error, its noise floor and the Murphy decomposition (10 bins)."""
     if len(outcome) == 0:
         return {"n": 0}
     metrics = accuracy_metrics(probability, outcome, fixed_base_rate=0.5, bins=REPORT_BINS)
@@ -237,7 +260,7 @@ def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.nd
         "hindsight_window": rolling_window_name(ROLLING_WINDOWS_YEARS[best]),
         "brier_hindsight_window": float(window_briers[best]),
         "skill_vs_hindsight_window": skill(metrics.brier, float(window_briers[best])),
-        "ece": expected_calibration_error(d),
+        "ece": expected_calibration_error(d), "ece_if_calibrated": ece_if_calibrated(probability),
         "ece_base_rate": expected_calibration_error(
             accuracy_metrics(base_rate, outcome, bins=REPORT_BINS).decomposition),
         "observed_frequency": metrics.base_rate, "reliability": d.reliability, "resolution": d.resolution,
@@ -295,7 +318,8 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
     if last_third:
         tail = _row_metrics(last_third)
         metrics |= {"last_third_from": last_third[0].origin.isoformat(), "last_third_n": tail["n"],
-                    **{f"last_third_{k}": tail[k] for k in ("brier", "skill_vs_base_rate", "skill_vs_half", "ece")}}
+                    **{f"last_third_{k}": tail[k] for k in ("brier", "skill_vs_base_rate", "skill_vs_half", "ece",
+                                                                   "ece_if_calibrated")}}
     if any(r.basis for r in rows):
         metrics["base_rate_candidates"] = dict(Counter(r.basis for r in rows).most_common())
     if resolved and resolved[0].rule_probability is not None:

@@ -373,15 +373,16 @@ def origin_outcomes(values: np.ndarray, satisfied: np.ndarray, horizon: int, eno
     return np.where(usable, outcome, 0.0), usable
 
 
-def held_out_sums(gain: np.ndarray, usable: np.ndarray, horizon: int, periods_per_year: float) -> np.ndarray:
+def held_out_sums(gain: np.ndarray, usable: np.ndarray, horizon: int, periods_per_year: float,
+                  half_life_years: float = RECORD_HALF_LIFE_YEARS) -> np.ndarray:
     """Rows Σ w, Σ w·gain, Σ w·gain² at every row i over the usable origins s <= i − h (their outcome
-    was published by row i), w halving every RECORD_HALF_LIFE_YEARS."""
+    was published by row i), w halving every `half_life_years` (the rules use RECORD_HALF_LIFE_YEARS)."""
     record = np.zeros((3, len(gain)))
     if len(gain) > horizon:
         earlier = slice(0, len(gain) - horizon)
         known = usable[earlier]
         scored = np.where(known, gain[earlier], 0.0)
-        decay = 0.5 ** (1.0 / (RECORD_HALF_LIFE_YEARS * periods_per_year))
+        decay = 0.5 ** (1.0 / (half_life_years * periods_per_year))
         record[:, horizon:] = decay ** horizon * _decayed_sums(
             np.stack([known.astype(np.float64), scored, scored ** 2]), decay)
     return record

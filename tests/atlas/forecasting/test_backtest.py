@@ -11,12 +11,14 @@ import pytest
 from forum_atlas.forecasting.backtest import (
     BacktestSpec,
     SeriesSource,
+    ece_if_calibrated,
     horizon_periods,
     read_series_file,
     run_backtest,
 )
 from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import DriftRule, SeriesView, drivers_for
+from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error
 from forum_atlas.series.parsing import SeriesFormatError
 
 
@@ -94,6 +96,28 @@ def test_metrics_report_three_references_the_last_third_ece_and_an_exact_decompo
                                      / m["n"])
     assert m["brier"] == pytest.approx(m["reliability"] - m["resolution"] + m["uncertainty"]
                                        + m["within_bin_variance"] - m["within_bin_covariance"])
+    assert m["ece_if_calibrated"] == ece_if_calibrated(np.array([r.probability for r in resolved]))
+    assert m["last_third_ece_if_calibrated"] == ece_if_calibrated(np.array([r.probability for r in last_third]))
+
+
+def test_the_ece_noise_floor_is_what_calibrated_forecasts_show_and_real_miscalibration_exceeds_it():
+    # one bin of n forecasts at p: the floor is E|ȳ − p| ≈ sqrt(2 p (1 − p) / (π n)) for a large n
+    p, n = 0.3, 400
+    floor = ece_if_calibrated(np.full(n, p), draws=4000)
+    assert floor == pytest.approx(np.sqrt(2 * p * (1 - p) / (np.pi * n)), rel=0.05)
+    assert floor == ece_if_calibrated(np.full(n, p), draws=4000)  # seeded: the same forecasts, the same floor
+    # spread over more bins the same n carries more noise, and the floor shrinks with n
+    spread = np.random.default_rng(1).uniform(0.05, 0.95, n)
+    assert ece_if_calibrated(spread) > 2 * floor
+    assert ece_if_calibrated(np.tile(spread, 25)) < ece_if_calibrated(spread) / 3
+    # outcomes that really are Bernoulli(p) land near the floor; forecasts off by 0.1 land well above it
+    rng = np.random.default_rng(2)
+    forecasts = np.tile(spread, 10)
+    outcomes = (rng.random(len(forecasts)) < forecasts).astype(np.float64)
+    calibrated = expected_calibration_error(accuracy_metrics(forecasts, outcomes, bins=REPORT_BINS).decomposition)
+    shifted = expected_calibration_error(
+        accuracy_metrics(np.clip(forecasts + 0.1, 0, 1), outcomes, bins=REPORT_BINS).decomposition)
+    assert calibrated < 2 * ece_if_calibrated(forecasts) < shifted
 
 
 def test_daily_horizons_count_business_days_and_holidays_stay_missing(dgs10):
@@ -154,4 +178,5 @@ def test_writes_markdown_json_and_a_reliability_png(unrate, tmp_path):
     assert paths["reliability"].read_bytes().startswith(b"\x89PNG")
     markdown = paths["markdown"].read_text()
     assert "cannot reproduce real-time revisions" in markdown
-    assert "| last_third_ece |" in markdown and "ECE bins" in markdown and "base-rate candidates" in markdown
+    assert "| last_third_ece |" in markdown and "| ece_if_calibrated |" in markdown
+    assert "ECE bins" in markdown and "base-rate candidates" in markdown
