@@ -30,7 +30,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from forum_atlas.forecasting.adaptive import AdaptiveHistory, _passed
+from forum_atlas.forecasting.adaptive import AdaptiveHistory, held_out_gate_passed
 from forum_atlas.forecasting.drivers import (
     PERIODS_PER_YEAR,
     RECORD_HALF_LIFE_YEARS,
@@ -65,8 +65,8 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
     recent[0] = 0.0  # w's gain over itself
     return {
         "v4": v4,
-        "gate": np.where(_passed(gain_over_whole(v4), h), v4, whole),
-        "shrink": np.where(_passed(gain_over_whole(shrunk), h), shrunk, whole),
+        "gate": np.where(held_out_gate_passed(gain_over_whole(v4), h), v4, whole),
+        "shrink": np.where(held_out_gate_passed(gain_over_whole(shrunk), h), shrunk, whole),
         "recent sign": np.where(recent[1] >= 0, v4, whole),
         "leader": np.choose(np.argmax(recent, axis=0), [whole, v4, half]),
         "equal mix": (v4 + whole) / 2,

@@ -105,7 +105,7 @@ def _shrunk(rate: np.ndarray, effective_changes: np.ndarray, whole: np.ndarray) 
     return (effective_changes * rate + PRIOR_CHANGES * whole) / (effective_changes + PRIOR_CHANGES)
 
 
-def _passed(sums: np.ndarray, horizon: int) -> np.ndarray:
+def held_out_gate_passed(sums: np.ndarray, horizon: int) -> np.ndarray:
     """`HeldOutRecord.passed` at every row of `held_out_sums`, vectorised."""
     total, gain_sum, square_sum = sums
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -210,7 +210,7 @@ class AdaptiveHistory:
         whole_brier = (whole - outcome) ** 2
         records = np.stack([held_out_sums(whole_brier - (rate - outcome) ** 2, usable, horizon, periods_per_year)
                             for rate in candidates])
-        in_use = np.stack([_passed(record, horizon) for record in records])
+        in_use = np.stack([held_out_gate_passed(record, horizon) for record in records])
         in_use[0] = True  # the whole history always counts (its gain over itself is 0)
         adaptive = (candidates * in_use).sum(axis=0) / in_use.sum(axis=0)
 
@@ -221,14 +221,14 @@ class AdaptiveHistory:
         drift = (recent_hits + prior * adaptive) / (recent + prior)
         drift_record = held_out_sums((adaptive - outcome) ** 2 - (drift - outcome) ** 2, usable, horizon,
                                      periods_per_year)
-        drift_on = _passed(drift_record, horizon)
+        drift_on = held_out_gate_passed(drift_record, horizon)
         raw = np.where(drift_on, drift, adaptive)
 
         recalibration = Recalibration.of(raw, outcome, usable, horizon, periods_per_year)
         recalibrated = recalibration.apply(raw)
         recalibration_record = held_out_sums((raw - outcome) ** 2 - (recalibrated - outcome) ** 2, usable, horizon,
                                              periods_per_year)
-        recalibration_on = _passed(recalibration_record, horizon)
+        recalibration_on = held_out_gate_passed(recalibration_record, horizon)
         return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, in_use,
                    adaptive, drift, (recent + prior) / horizon, drift_record, drift_on, raw, recalibration,
                    recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw))
