@@ -25,6 +25,7 @@ from forum_atlas.deliberation.model import (
     AuditSummary,
     BriefRecord,
     BriefView,
+    CallRecord,
     CitationView,
     ClaimView,
     Section,
@@ -39,6 +40,7 @@ from forum_atlas.store.retrieval import passage_place
 
 BRIEF_PERSISTED = "BRIEF_PERSISTED"
 SOURCED_TAGS_DOWNGRADED = "SOURCED_TAGS_DOWNGRADED"
+PROVIDER_UNREACHABLE = "PROVIDER_UNREACHABLE"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -245,6 +247,16 @@ def persist_brief(db: Database, record: BriefRecord) -> PersistedBrief:
     except (psycopg.errors.IntegrityError, psycopg.errors.RaiseException) as exc:
         raise BriefRefused(f"the database refused the brief, nothing was written: {exc.diag.message_primary or exc}") from exc
     return PersistedBrief(brief_id=brief_id, snapshot_id=snapshot_id, seal=p.seal)
+
+
+def record_unreachable(db: Database, question: str, call: CallRecord) -> int:
+    """The provider-call log of a deliberation that stopped because a provider could not be reached:
+    one audit event naming the call tried (stage, provider, outcome, attempts, detail) and the
+    de-identified question; no brief, no row anywhere else."""
+    with db.transaction() as conn:
+        return record_event(conn, PROVIDER_UNREACHABLE, {"question": question, "outcome": call.outcome,
+                                                         "call": call.as_dict(), "sealed": False},
+                            run_id=call.flow_run_id)
 
 
 # ---------------------------------------------------------------- reading back
