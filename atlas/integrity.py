@@ -18,10 +18,12 @@ import json
 import re
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import Enum
+from functools import cached_property
+from operator import itemgetter
 from typing import Any
 
 GENESIS = "genesis"
@@ -59,6 +61,23 @@ class Protected:
     def text_columns(self) -> tuple[str, ...]:
         """Columns read as their database text form rather than as values."""
         return tuple(c for c, kind in self.columns if kind is Kind.JSON)
+
+    @cached_property
+    def read_columns(self) -> tuple[str, ...]:
+        """What a reader selects, in this order: the id, the content columns, the naming columns."""
+        return tuple(dict.fromkeys([self.id_column, *(c for c, _ in self.columns), *self.names]))
+
+    @cached_property
+    def _content(self) -> itemgetter:
+        return itemgetter(*(self.read_columns.index(c) for c, _ in self.columns))
+
+    @cached_property
+    def converters(self) -> tuple[Callable[[Any], str], ...]:
+        return tuple(_TO_TEXT[kind] for _, kind in self.columns)
+
+    def content_of(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        """The content values of a row read as `read_columns`, in digest order."""
+        return self._content(row)
 
 
 V, B, M, D, F, J = Kind.VALUE, Kind.BOOL, Kind.MOMENT, Kind.DAY, Kind.FLOAT, Kind.JSON
@@ -121,45 +140,41 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _element(value: Any, kind: Kind) -> str | None:
-    if value is None:
-        return None
-    if kind is Kind.VALUE:
-        return str(value)
-    if kind is Kind.BOOL:
-        return "t" if value else "f"
-    if kind is Kind.MOMENT:
-        return str(epoch_us(value))
-    if kind is Kind.DAY:
-        return str((value - _DAY_ZERO).days)
-    if kind is Kind.FLOAT:
-        return struct.pack(">d", value).hex()
-    if kind is Kind.SHA:
-        return sha256_text(value)
-    return value  # JSON: already its database text
-
-
 def epoch_us(moment: datetime) -> int:
     return (moment - _EPOCH) // _MICROSECOND
+
+
+_FLOAT = struct.Struct(">d")
+_TO_TEXT: Mapping[Kind, Callable[[Any], str]] = {
+    Kind.VALUE: str,
+    Kind.BOOL: lambda v: "t" if v else "f",
+    Kind.MOMENT: lambda v: str(epoch_us(v)),
+    Kind.DAY: lambda v: str((v - _DAY_ZERO).days),
+    Kind.FLOAT: lambda v: _FLOAT.pack(v).hex(),
+    Kind.JSON: str,  # already the database's text
+    Kind.SHA: sha256_text,
+}
+
+
+def _field(element: str | None) -> str:
+    if element is None:
+        return ""
+    if element and _NEEDS_QUOTES.search(element) is None:
+        return element
+    return '"' + element.replace("\\", "\\\\").replace('"', '""') + '"'
 
 
 def record_text(elements: Iterable[str | None]) -> str:
     """PostgreSQL's record_out: NULL is nothing; an element that is empty or holds a quote, a
     backslash, a parenthesis, a comma or white space is double-quoted, with " and \\ doubled."""
-    parts = []
-    for e in elements:
-        if e is None:
-            parts.append("")
-        elif e and not _NEEDS_QUOTES.search(e):
-            parts.append(e)
-        else:
-            parts.append('"' + e.replace("\\", "\\\\").replace('"', '""') + '"')
-    return "(" + ",".join(parts) + ")"
+    return "(" + ",".join(map(_field, elements)) + ")"
 
 
-def content_digest(spec: Protected, row: Mapping[str, Any]) -> str:
-    """The digest forum.content_digest computes for this row (its jsonb columns read as text)."""
-    return sha256_text(record_text(_element(row[column], kind) for column, kind in spec.columns))
+def content_digest(spec: Protected, values: Sequence[Any]) -> str:
+    """The digest forum.content_digest computes for a row, given its content values in digest
+    order (jsonb columns as the database's text)."""
+    return sha256_text(record_text([None if v is None else convert(v)
+                                    for convert, v in zip(spec.converters, values)]))
 
 
 def event_row_hash(prev_hash: str, event_id: int, occurred_at: datetime, kind: str, flow_run_id: str | None,
@@ -280,30 +295,30 @@ class DigestLedger:
                     problem = f"the {was['rows']} digests this event anchors were altered"
                 self.findings.append(Finding(table, None, anchor.event_id, problem))
 
-    def row_findings(self, spec: Protected, rows: Iterable[Mapping[str, Any]]) -> tuple[list[Finding], int]:
-        """(findings, rows read) for one table: each row as it is now against the digest recorded
-        when it was written; recorded digests whose row is gone."""
+    def row_findings(self, spec: Protected, rows: Iterable[Sequence[Any]]) -> tuple[list[Finding], int]:
+        """(findings, rows read) for one table, its rows read as `spec.read_columns`: each row as it
+        is now against the digest recorded when it was written; recorded digests whose row is gone."""
         findings: list[Finding] = []
         recorded = self.by_table.get(spec.table, {})
         seen: set[int] = set()
-        n = 0
         for row in rows:
-            n += 1
-            row_id = row[spec.id_column]
+            row_id = row[0]
             seen.add(row_id)
-            digest = content_digest(spec, row)
+            digest = content_digest(spec, spec.content_of(row))
             entry = recorded.get(row_id)
-            named = "".join(f", {c} {_shown(row[c])}" for c in spec.names)
+            if entry is not None and entry[0] == digest:
+                continue
+            named = "".join(f", {c} {_shown(row[spec.read_columns.index(c)])}" for c in spec.names)
             if entry is None:
                 findings.append(Finding(spec.table, row_id, None,
                                         f"no digest was recorded for this row (written with triggers disabled{named})"))
-            elif entry[0] != digest:
+            else:
                 findings.append(Finding(spec.table, row_id, entry[1],
                                         f"content differs from the digest recorded when it was written "
                                         f"(recorded {entry[0][:12]}…, now {digest[:12]}…{named})"))
         for row_id in sorted(set(recorded) - seen):
             findings.append(Finding(spec.table, row_id, recorded[row_id][1], "row is missing (deleted after it was written)"))
-        return findings, n
+        return findings, len(seen)
 
     def unrecomputed_tables(self) -> list[str]:
         """Tables with recorded digests that this version does not know how to recompute (their

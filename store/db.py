@@ -244,10 +244,18 @@ def verify_events(conn: psycopg.Connection) -> tuple[list[dict[str, Any]], int]:
     return [f.as_link() for f in chain_findings(events)], len(events)
 
 
-def protected_rows(conn: psycopg.Connection, spec: Protected) -> Iterator[dict[str, Any]]:
-    columns = dict.fromkeys([spec.id_column, *(c for c, _ in spec.columns), *spec.names])
-    select = ", ".join(f"{c}::text AS {c}" if c in spec.text_columns else c for c in columns)
-    yield from conn.cursor(row_factory=dict_row).stream(f"SELECT {select} FROM forum.{spec.table}")
+def _batched(conn: psycopg.Connection, name: str, query: str) -> Iterator[tuple[Any, ...]]:
+    """Rows of a large read, fetched in batches by a server-side cursor (inside the caller's
+    transaction)."""
+    with conn.cursor(name=name, row_factory=tuple_row) as cur:
+        cur.itersize = 2000
+        yield from cur.execute(query)
+
+
+def protected_rows(conn: psycopg.Connection, spec: Protected) -> Iterator[tuple[Any, ...]]:
+    """A protected table's rows as `spec.read_columns`, jsonb as the database prints it."""
+    select = ", ".join(f"{c}::text" if c in spec.text_columns else c for c in spec.read_columns)
+    return _batched(conn, f"protected_{spec.table}", f"SELECT {select} FROM forum.{spec.table}")
 
 
 def verify_audit(conn: psycopg.Connection, head: ChainHead | None = None) -> AuditReport:
@@ -277,8 +285,8 @@ def _verify_audit(conn: psycopg.Connection, head: ChainHead | None) -> AuditRepo
             yield e
 
     chain = [f.as_link() for f in chain_findings(remember(read_events(conn)))]
-    recorded = (RecordedDigest(*row) for row in conn.cursor(row_factory=tuple_row).stream(
-        "SELECT table_name, row_id, digest, xact, seq FROM forum.content_digests"))
+    recorded = (RecordedDigest(*row) for row in _batched(
+        conn, "recorded_digests", "SELECT table_name, row_id, digest, xact, seq FROM forum.content_digests"))
     ledger = DigestLedger(anchoring, recorded)
     content = list(ledger.findings)
     rows_read: dict[str, int] = {}
