@@ -26,9 +26,24 @@ from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.config import Settings
-from forum_atlas.deliberation.audit import AUDIT_RULES, needs_retry, retry_reasons, settle, synthesis_basis
+from forum_atlas.deliberation.audit import (
+    AUDIT_RULES,
+    RoundEvidence,
+    needs_retry,
+    retry_reasons,
+    settle,
+    synthesis_basis,
+)
 from forum_atlas.deliberation.brief import assemble, synthesis_request
-from forum_atlas.deliberation.model import COORDINATOR, SPECIALISTS, BriefView, DraftRequest
+from forum_atlas.deliberation.model import (
+    COORDINATOR,
+    SPECIALISTS,
+    BriefView,
+    DraftRequest,
+    Passage,
+    Plan,
+    ProviderUnreachable,
+)
 from forum_atlas.deliberation.render import render_markdown
 from forum_atlas.flows.gather_evidence import GatherOptions, GatherParameters, gather_evidence
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
@@ -37,6 +52,7 @@ from forum_atlas.tasks.deliberation import (
     audit,
     draft,
     engine_for,
+    log_unreachable,
     persist,
     plan,
     round_evidence,
@@ -94,14 +110,27 @@ AS_TASKS, PLAIN = Steps(as_tasks=True), Steps(as_tasks=False)
 def run_deliberation(params: DeliberationParameters, settings: Settings, step: Steps,
                      run_id: Callable[[], str | None] = lambda: None,
                      gathered: Mapping[str, Any] | None = None) -> BriefView:
-    """`gathered`: the gather-evidence run that preceded this brief, if one did."""
-    key = params.llm_key_secret  # tasks read its value themselves, when they call the provider
+    """`gathered`: the gather-evidence run that preceded this brief, if one did. A provider that
+    cannot be reached raises ProviderUnreachable after logging the call it tried: nothing is sealed."""
     created_at = datetime.now(timezone.utc)
     panel = step(plan, params.question, params.personas)
     results = {p.role: step.retrieve(settings, p.focus_query, params.retrieval_options()) for p in panel.personas}
     withheld = step(withheld_sources, settings, results)
     evidence, passages = step(round_evidence, panel, results)
 
+    try:
+        return _deliberate_panel(params, settings, step, run_id, gathered, created_at, panel, results, withheld,
+                                 evidence, passages)
+    except ProviderUnreachable as exc:  # an outage says nothing about the sources: no brief, the call logged
+        step(log_unreachable, settings, panel.outbound_question, exc)
+        raise
+
+
+def _deliberate_panel(params: DeliberationParameters, settings: Settings, step: Steps,
+                      run_id: Callable[[], str | None], gathered: Mapping[str, Any] | None, created_at: datetime,
+                      panel: Plan, results: Mapping[str, RetrievalResult], withheld: Any, evidence: RoundEvidence,
+                      passages: Mapping[str, tuple[Passage, ...]]) -> BriefView:
+    key = params.llm_key_secret  # tasks read its value themselves, when they call the provider
     requests = {p.role: DraftRequest(panel.outbound_question, p, passages[p.role]) for p in panel.personas}
     first = step(audit, settings, step.each(draft, {r: (settings, q, key) for r, q in requests.items()}), evidence, 1, key)
     retries = {role: DraftRequest(r.question, r.persona, r.passages, attempt=2, failures=retry_reasons(first.drafts[role]))

@@ -25,6 +25,7 @@ from forum_atlas.deliberation.model import (
     AuditSummary,
     BriefRecord,
     BriefView,
+    CallRecord,
     CitationView,
     ClaimView,
     Section,
@@ -33,11 +34,13 @@ from forum_atlas.deliberation.model import (
 )
 from forum_atlas.deliberation.quotes import SUBSTRING_V1, VERBATIM_RULE, WHOLE_WORDS_V2, quote_in_passage
 from forum_atlas.deliberation.snapshot import canonical_json, changed_parts, part_digests, seal
-from forum_atlas.store.db import Database, DatabaseError, record_event
+from forum_atlas.integrity import GENESIS, chain_findings
+from forum_atlas.store.db import Database, DatabaseError, read_events, record_event
 from forum_atlas.store.retrieval import passage_place
 
 BRIEF_PERSISTED = "BRIEF_PERSISTED"
 SOURCED_TAGS_DOWNGRADED = "SOURCED_TAGS_DOWNGRADED"
+PROVIDER_UNREACHABLE = "PROVIDER_UNREACHABLE"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -246,6 +249,16 @@ def persist_brief(db: Database, record: BriefRecord) -> PersistedBrief:
     return PersistedBrief(brief_id=brief_id, snapshot_id=snapshot_id, seal=p.seal)
 
 
+def record_unreachable(db: Database, question: str, call: CallRecord) -> int:
+    """The provider-call log of a deliberation that stopped because a provider could not be reached:
+    one audit event naming the call tried (stage, provider, outcome, attempts, detail) and the
+    de-identified question; no brief, no row anywhere else."""
+    with db.transaction() as conn:
+        return record_event(conn, PROVIDER_UNREACHABLE, {"question": question, "outcome": call.outcome,
+                                                         "call": call.as_dict(), "sealed": False},
+                            run_id=call.flow_run_id)
+
+
 # ---------------------------------------------------------------- reading back
 
 
@@ -392,13 +405,17 @@ def verify_report(db: Database, brief_id: int) -> BriefVerification:
             f"SELECT {', '.join(_CALL_COLUMNS)} FROM forum.provider_calls WHERE brief_id = %s ORDER BY ordinal",
             (brief_id,)).fetchall()
         ids = [e["event_id"] for e in events]
-        chain = cur.execute(
-            """WITH mine AS (SELECT unnest(%s::bigint[]) AS event_id),
-                    watched AS (SELECT event_id FROM mine
-                                UNION SELECT (SELECT min(e.event_id) FROM forum.events e WHERE e.event_id > m.event_id)
-                                  FROM mine m)
-               SELECT v.event_id, v.problem FROM forum.verify_event_chain() v
-                WHERE v.event_id IN (SELECT event_id FROM watched) ORDER BY v.event_id""", (ids,)).fetchall()
+        # This brief's events, the event after each, and the predecessor of each: the links into and
+        # out of the brief's events, recomputed in Python.
+        around = list(read_events(conn, """WHERE event_id IN (
+                WITH mine AS (SELECT unnest(%(ids)s::bigint[]) AS event_id)
+                SELECT event_id FROM mine
+                UNION SELECT (SELECT max(e.event_id) FROM forum.events e WHERE e.event_id < m.event_id) FROM mine m
+                UNION SELECT (SELECT min(e.event_id) FROM forum.events e WHERE e.event_id > m.event_id) FROM mine m)""",
+                {"ids": ids}))
+    watched = set(ids) | {later.event_id for earlier, later in zip(around, around[1:]) if earlier.event_id in ids}
+    chain = [f.as_link() for i, e in enumerate(around) if e.event_id in watched
+             for f in chain_findings([e], around[i - 1].row_hash if i else GENESIS)]
 
     problems: list[str] = []
     persisted = [e for e in events if e["kind"] == BRIEF_PERSISTED]

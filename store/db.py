@@ -10,17 +10,27 @@ from __future__ import annotations
 import atexit
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from forum_atlas.config import Settings, settings_from_env
+from forum_atlas.integrity import (
+    PROTECTED,
+    ChainHead,
+    DigestLedger,
+    Event,
+    Protected,
+    RecordedDigest,
+    chain_findings,
+    head_problem,
+)
 from forum_atlas.store import migrations, native, pgserver
 
 MIN_PGVECTOR = (0, 5)
@@ -190,36 +200,6 @@ def record_event(conn: psycopg.Connection, kind: str, payload: dict[str, Any], *
     return row["event_id"] if isinstance(row, dict) else row[0]
 
 
-def verify_events(conn: psycopg.Connection) -> tuple[list[dict[str, Any]], int]:
-    """(rows of the audit log whose hash no longer matches their content or predecessor, events in all)."""
-    cur = conn.cursor(row_factory=dict_row)
-    problems = cur.execute("SELECT * FROM forum.verify_event_chain()").fetchall()
-    return problems, cur.execute("SELECT count(*) AS n FROM forum.events").fetchone()["n"]
-
-
-@dataclass(frozen=True)
-class ChainHead:
-    """The last event of the audit log: kept outside the database, it anchors the whole chain."""
-
-    event_id: int
-    row_hash: str
-
-    def __str__(self) -> str:
-        return f"{self.event_id}:{self.row_hash}"
-
-    @classmethod
-    def parse(cls, text: str) -> "ChainHead":
-        """`ID:HASH` (as `atlas audit head` prints it) or a bare `HASH` (a ChainHead with event_id 0)."""
-        text = text.strip()
-        ident, _, digest = text.rpartition(":")
-        digest = digest.lower()
-        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise ValueError(f"not a chain head: {text!r} (expected ID:HASH or HASH, HASH being 64 hex digits)")
-        if ident and not ident.isdigit():
-            raise ValueError(f"not a chain head: {text!r} (the event id before ':' must be a number)")
-        return cls(int(ident) if ident else 0, digest)
-
-
 def chain_head(conn: psycopg.Connection) -> ChainHead | None:
     """The audit log's last event (None when the log is empty)."""
     row = conn.cursor(row_factory=dict_row).execute(
@@ -229,12 +209,15 @@ def chain_head(conn: psycopg.Connection) -> ChainHead | None:
 
 @dataclass
 class AuditReport:
-    """`atlas audit verify`: the hash chain, the digests of protected rows, and an exported head."""
+    """`atlas audit verify`: the hash chain, the digests of protected rows, and an exported head,
+    all recomputed in Python from raw rows (forum_atlas.integrity)."""
 
     events: int
     chain: list[dict[str, Any]]      # event_id, problem
     content: list[dict[str, Any]]    # table_name, row_id, event_id, problem
-    content_rows: int
+    content_rows: int                # digests recorded
+    rows_read: dict[str, int] = field(default_factory=dict)  # rows recomputed, per table
+    unrecomputed: list[str] = field(default_factory=list)    # tables whose rows this version cannot digest
     head: ChainHead | None = None    # the exported head checked, if any
     head_problem: str | None = None
 
@@ -243,34 +226,79 @@ class AuditReport:
         return not self.chain and not self.content and self.head_problem is None
 
 
-def check_head(conn: psycopg.Connection, head: ChainHead) -> str | None:
-    """None when the chain still reaches the exported head, else what is wrong. The chain itself is
-    verified separately: a head that is still there, on a chain that verifies, vouches for every
-    event up to it."""
-    cur = conn.cursor(row_factory=dict_row)
-    if head.event_id:
-        row = cur.execute("SELECT row_hash FROM forum.events WHERE event_id = %s", (head.event_id,)).fetchone()
-        if row is None:
-            last = chain_head(conn)
-            return (f"event {head.event_id} of the exported head is missing (the log now ends at "
-                    f"{last.event_id if last else 'nothing'}): events were deleted")
-        if row["row_hash"] != head.row_hash:
-            return (f"event {head.event_id} no longer has the exported head's row_hash: the chain up to it "
-                    "was rewritten")
-        return None
-    if cur.execute("SELECT 1 FROM forum.events WHERE row_hash = %s", (head.row_hash,)).fetchone() is None:
-        return "no event has the exported head's row_hash: events were deleted or the chain was rewritten"
-    return None
+_EVENT_COLUMNS = "event_id, prev_hash, row_hash, occurred_at, kind, flow_run_id, payload::text, digests::text"
+
+
+def read_events(conn: psycopg.Connection, where: str = "", params: Sequence[Any] | Mapping[str, Any] = ()
+                ) -> Iterator[Event]:
+    """Audit events as stored, in id order, their jsonb as the database prints it."""
+    cur = conn.cursor(row_factory=tuple_row)
+    for row in cur.stream(f"SELECT {_EVENT_COLUMNS} FROM forum.events {where} ORDER BY event_id", params):
+        yield Event(*row)
+
+
+def verify_events(conn: psycopg.Connection) -> tuple[list[dict[str, Any]], int]:
+    """(events of the audit log whose hash no longer matches their content or predecessor, events in
+    all), recomputed in Python."""
+    events = list(read_events(conn))
+    return [f.as_link() for f in chain_findings(events)], len(events)
+
+
+def _batched(conn: psycopg.Connection, name: str, query: str) -> Iterator[tuple[Any, ...]]:
+    """Rows of a large read, fetched in batches by a server-side cursor (inside the caller's
+    transaction)."""
+    with conn.cursor(name=name, row_factory=tuple_row) as cur:
+        cur.itersize = 2000
+        yield from cur.execute(query)
+
+
+def protected_rows(conn: psycopg.Connection, spec: Protected) -> Iterator[tuple[Any, ...]]:
+    """A protected table's rows as `spec.read_columns`, jsonb as the database prints it."""
+    select = ", ".join(f"{c}::text" if c in spec.text_columns else c for c in spec.read_columns)
+    return _batched(conn, f"protected_{spec.table}", f"SELECT {select} FROM forum.{spec.table}")
 
 
 def verify_audit(conn: psycopg.Connection, head: ChainHead | None = None) -> AuditReport:
-    chain, total = verify_events(conn)
-    cur = conn.cursor(row_factory=dict_row)
-    content = cur.execute("SELECT * FROM forum.verify_content_digests()").fetchall()
-    rows = cur.execute("SELECT count(*) AS n FROM forum.content_digests").fetchone()["n"]
-    report = AuditReport(events=total, chain=chain, content=content, content_rows=rows, head=head)
+    """Reads the raw rows in one snapshot and recomputes every content digest, anchor and chain link
+    in Python: no function stored in the database takes part."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return _verify_audit(conn, head)
+    return _verify_audit(conn, head)
+
+
+def _verify_audit(conn: psycopg.Connection, head: ChainHead | None) -> AuditReport:
+    # Floats are read exactly whatever the database's default says.
+    conn.execute("SET LOCAL extra_float_digits = 3")
+    hashes: dict[int, str] = {}
+    anchoring: list[Event] = []
+    last: Event | None = None
+
+    def remember(events: Iterator[Event]) -> Iterator[Event]:
+        nonlocal last
+        for e in events:
+            hashes[e.event_id] = e.row_hash
+            if e.digests is not None:
+                anchoring.append(e)
+            last = e
+            yield e
+
+    chain = [f.as_link() for f in chain_findings(remember(read_events(conn)))]
+    recorded = (RecordedDigest(*row) for row in _batched(
+        conn, "recorded_digests", "SELECT table_name, row_id, digest, xact, seq FROM forum.content_digests"))
+    ledger = DigestLedger(anchoring, recorded)
+    content = list(ledger.findings)
+    rows_read: dict[str, int] = {}
+    for spec in PROTECTED:
+        findings, rows_read[spec.table] = ledger.row_findings(spec, protected_rows(conn, spec))
+        content.extend(findings)
+    content.sort(key=lambda f: (f.event_id is None, f.event_id or 0, f.table_name or "", f.row_id or 0))
+    report = AuditReport(events=len(hashes), chain=chain, content=[f.as_dict() for f in content],
+                         content_rows=sum(len(v) for v in ledger.by_table.values()), rows_read=rows_read,
+                         unrecomputed=ledger.unrecomputed_tables(), head=head)
     if head is not None:
-        report.head_problem = check_head(conn, head)
+        report.head_problem = head_problem(ChainHead(last.event_id, last.row_hash) if last else None, hashes, head)
     return report
 
 

@@ -86,8 +86,9 @@ def applied(conn: psycopg.Connection) -> list[dict]:
     return cur.execute("SELECT filename, checksum, applied_at FROM forum.schema_migrations ORDER BY filename").fetchall()
 
 
-def apply_pending(conn: psycopg.Connection, directory: Path | None = None) -> list[str]:
-    """Apply every migration not yet recorded; return the filenames applied now."""
+def apply_pending(conn: psycopg.Connection, directory: Path | None = None, *, before: int | None = None) -> list[str]:
+    """Apply every migration not yet recorded; return the filenames applied now. `before`: only those
+    numbered below it (a database as an older checkout left it, for tests and benchmarks)."""
     migrations = discover(directory)
     newly: list[str] = []
     with conn.transaction():
@@ -95,6 +96,8 @@ def apply_pending(conn: psycopg.Connection, directory: Path | None = None) -> li
         _ensure_table(conn)
         done = {row["filename"]: row["checksum"] for row in applied(conn)}
         for migration in migrations:
+            if before is not None and migration.number >= before:
+                continue
             recorded = done.get(migration.filename)
             if recorded is not None:
                 if recorded != migration.checksum:

@@ -31,8 +31,10 @@ from forum_atlas.deliberation.model import (
     CallRecord,
     DraftReply,
     DraftRequest,
+    UNREACHABLE,
     Passage,
     Plan,
+    ProviderUnreachable,
     SynthesisRequest,
     digest_of,
 )
@@ -93,18 +95,22 @@ def round_evidence(panel: Plan, results: Mapping[str, RetrievalResult]) -> tuple
 
 def _failed_call(stage: str, engine: DeliberationEngine | SupportVerifier, request: object, exc: ProviderError,
                  started: float) -> CallRecord:
-    """The failed call's record: the engine's own when it attached one (with its prompt hash)."""
-    if isinstance(getattr(exc, "call", None), CallRecord):
-        return exc.call
-    return CallRecord(stage=stage, provider=engine.name, version=engine.version, input_digest=digest_of(request),
-                      outcome=exc.kind, latency_ms=(time.perf_counter() - started) * 1000, attempts=exc.attempts,
-                      detail=exc.detail[:500])
+    """The failed call's record: the engine's own when it attached one (with its prompt hash). A
+    provider that could not be reached stops the deliberation (ProviderUnreachable)."""
+    call = exc.call if isinstance(getattr(exc, "call", None), CallRecord) else CallRecord(
+        stage=stage, provider=engine.name, version=engine.version, input_digest=digest_of(request),
+        outcome=exc.kind, latency_ms=(time.perf_counter() - started) * 1000, attempts=exc.attempts,
+        detail=exc.detail[:500])
+    if exc.kind in UNREACHABLE:
+        raise ProviderUnreachable(_stamped(call)) from exc
+    return call
 
 
 @deliberation_task(name="draft", task_run_name="draft-{request.persona.role}-{request.attempt}")
 def draft(settings: Settings, request: DraftRequest, key_secret: Secret | None = None) -> DraftReply:
-    """One persona's claims. A provider that fails (timeout, rate limit, auth, outage) leaves the
-    section with the typed outcome as its reason, never with invented text."""
+    """One persona's claims. A provider that cannot be reached (timeout, rate limit, auth, outage)
+    raises ProviderUnreachable; one that answers badly leaves the section with the typed outcome as
+    its reason, never with invented text."""
     engine = engine_for(settings, key_secret)
     started = time.perf_counter()
     if not request.passages:
@@ -177,9 +183,15 @@ def _judge(settings: Settings, items: Sequence[tuple[str, int, str]], evidence: 
     started = time.perf_counter()
     try:
         return verifier.judge(queries)
-    except ProviderError as exc:  # no verdict is not a "supports": the verbatim check alone decides
+    except ProviderError as exc:  # a bad answer is no verdict, not a "supports": the verbatim check alone decides
         return SupportJudgement(verdicts=["abstain"] * len(items),
                                 calls=[_failed_call("support", verifier, queries, exc, started)])
+
+
+@deliberation_task(name="log-unreachable")
+def log_unreachable(settings: Settings, question: str, error: ProviderUnreachable) -> None:
+    """What was tried when a provider could not be reached: an audit event, and no brief."""
+    briefs.record_unreachable(shared_database(settings), question, error.call)
 
 
 @deliberation_task(name="persist-brief")

@@ -148,6 +148,29 @@ class CallRecord:
         return asdict(self)
 
 
+# Outcomes that say the provider could not be reached or would not serve us after its retries:
+# nothing about the sources, so never an "insufficient evidence" (a bad_response is the model's answer).
+UNREACHABLE = frozenset({"timeout", "rate_limited", "auth", "unavailable"})
+
+
+class ProviderUnreachable(RuntimeError):
+    """The engine or the verifier could not be reached after its retries: the deliberation stops
+    with this typed outcome and seals nothing; the failed call is logged as an audit event."""
+
+    def __init__(self, call: CallRecord):
+        super().__init__(f"{call.stage}: {call.provider} could not be reached ({call.outcome} after {call.attempts} "
+                         f"attempt{'s' if call.attempts != 1 else ''}){': ' + call.detail if call.detail else ''}; "
+                         "no brief was sealed")
+        self.call = call
+
+    @property
+    def outcome(self) -> str:
+        return self.call.outcome
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.call,))
+
+
 @dataclass
 class DraftReply:
     """An engine's answer for one persona. `malformed` says why the output failed structural

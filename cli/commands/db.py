@@ -130,7 +130,10 @@ def _verify(args: argparse.Namespace) -> int:
                       "" if p["event_id"] is None else p["event_id"], p["problem"]) for p in report.content]))
         print(f"content digests: {len(report.content)} problems")
     else:
-        print(f"content digests: {report.content_rows} rows match the digests anchored in the chain")
+        print(f"content digests: {sum(report.rows_read.values())} rows of {len(report.rows_read)} tables, recomputed "
+              "outside the database, match the digests anchored in the chain")
+    if report.unrecomputed:
+        print(f"not recomputed (unknown to this version; their anchors were checked): {', '.join(report.unrecomputed)}")
     if head is not None:
         where = f"event {head.event_id}" if head.event_id else "its hash"
         print(f"exported head: {report.head_problem}" if report.head_problem

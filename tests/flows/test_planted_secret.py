@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from forum_atlas.deliberation.model import ProviderUnreachable
 from forum_atlas.resources import data_file
 from tests.atlas.embeddings.remote_contract import PATH, FakeEmbeddingAPI
 from tests.support.wire import Reply, WireServer
@@ -121,12 +122,14 @@ def test_an_llm_key_picked_as_a_secret_block_reaches_the_model_and_nowhere_else(
         out = deliberate(params)
         srv.always(CHAT, Reply(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
                                                "code": "invalid_api_key"}}))
-        refused = deliberate(params)   # a refused key is a failed call the brief records, not a failed run
+        # A refused key is a failed run (issue 25: an outage is not a brief), its call logged as an event.
+        with pytest.raises(ProviderUnreachable, match=r"could not be reached \(auth"):
+            deliberate(params)
     sent = srv.requests_to(CHAT)
     assert out["brief_id"] and len(sent) >= 2, "a draft and the synthesis at least"
     assert {r.headers["authorization"] for r in sent} == {f"Bearer {PLANTED}"}, "the key came from the Secret block"
     with psycopg.connect(database_url) as conn:
-        outcomes = {row[0] for row in conn.execute("SELECT outcome FROM forum.provider_calls WHERE brief_id = %s "
-                                                    "AND stage LIKE 'draft:%%'", (refused["brief_id"],))}
-    assert outcomes == {"auth"}, outcomes
+        outcomes = [row[0] for row in conn.execute("SELECT payload->>'outcome' FROM forum.events "
+                                                    "WHERE kind = 'PROVIDER_UNREACHABLE'")]
+    assert outcomes == ["auth"], outcomes
     assert _leaks(database_url, "planted-llm-key", "secret") == {"prefect": [], "prefect files": [], "database": []}
