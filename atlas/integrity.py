@@ -56,24 +56,31 @@ class Protected:
     id_column: str
     columns: tuple[tuple[str, Kind], ...]
     names: tuple[str, ...] = ()
+    # Trailing columns that enter the digest only when one of them holds a value: a row added before
+    # they existed, or not using them, digests as it did (sql/110's score columns).
+    when_present: tuple[tuple[str, Kind], ...] = ()
+
+    @cached_property
+    def digest_columns(self) -> tuple[tuple[str, Kind], ...]:
+        return self.columns + self.when_present
 
     @property
     def text_columns(self) -> tuple[str, ...]:
         """Columns read as their database text form rather than as values."""
-        return tuple(c for c, kind in self.columns if kind is Kind.JSON)
+        return tuple(c for c, kind in self.digest_columns if kind is Kind.JSON)
 
     @cached_property
     def read_columns(self) -> tuple[str, ...]:
         """What a reader selects, in this order: the id, the content columns, the naming columns."""
-        return tuple(dict.fromkeys([self.id_column, *(c for c, _ in self.columns), *self.names]))
+        return tuple(dict.fromkeys([self.id_column, *(c for c, _ in self.digest_columns), *self.names]))
 
     @cached_property
     def _content(self) -> itemgetter:
-        return itemgetter(*(self.read_columns.index(c) for c, _ in self.columns))
+        return itemgetter(*(self.read_columns.index(c) for c, _ in self.digest_columns))
 
     @cached_property
     def converters(self) -> tuple[Callable[[Any], str], ...]:
-        return tuple(_TO_TEXT[kind] for _, kind in self.columns)
+        return tuple(_TO_TEXT[kind] for _, kind in self.digest_columns)
 
     def content_of(self, row: Sequence[Any]) -> tuple[Any, ...]:
         """The content values of a row read as `read_columns`, in digest order."""
@@ -111,7 +118,8 @@ PROTECTED: tuple[Protected, ...] = (
         ("score_id", V), ("forecast_id", V), ("scoring_version", V), ("vintage_id", V), ("status", V),
         ("outcome", V), ("probability", F), ("brier", F), ("target_date", D), ("target_present", B),
         ("target_value", F), ("reference_date", D), ("reference_present", B), ("reference_value", F),
-        ("reason", V), ("scored_at", M)), ("forecast_id", "scoring_version", "vintage_id")),
+        ("reason", V), ("scored_at", M)), ("forecast_id", "scoring_version", "vintage_id"),
+        (("log_score", F), ("deadline_vintage_id", V), ("deadline_outcome", V))),
     Protected("evidence_snapshots", "snapshot_id", (
         ("snapshot_id", V), ("canonical", Kind.SHA), ("seal", V), ("part_digests", J), ("created_at", M))),
     Protected("briefs", "brief_id", (
@@ -173,6 +181,8 @@ def record_text(elements: Iterable[str | None]) -> str:
 def content_digest(spec: Protected, values: Sequence[Any]) -> str:
     """The digest forum.content_digest computes for a row, given its content values in digest
     order (jsonb columns as the database's text)."""
+    if spec.when_present and all(v is None for v in values[len(spec.columns):]):
+        values = values[:len(spec.columns)]
     return sha256_text(record_text([None if v is None else convert(v)
                                     for convert, v in zip(spec.converters, values)]))
 
@@ -340,7 +350,7 @@ class ChainHead:
         return f"{self.event_id}:{self.row_hash}"
 
     @classmethod
-    def parse(cls, text: str) -> "ChainHead":
+    def parse(cls, text: str) -> ChainHead:
         """`ID:HASH` (as `atlas audit head` prints it) or a bare `HASH` (a ChainHead with event_id 0)."""
         text = text.strip()
         ident, _, digest = text.rpartition(":")

@@ -5,6 +5,8 @@ by table and row."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import psycopg
 import pytest
 from psycopg.rows import dict_row
@@ -13,6 +15,7 @@ from forum_atlas.cli.main import main
 from forum_atlas.integrity import PROTECTED, content_digest, record_text
 from forum_atlas.store.briefs import persist_brief, verify_brief
 from forum_atlas.store.db import chain_head, record_event, verify_audit
+from forum_atlas.store.scores import run_scoring
 from tests.store.test_briefs import corpus, make_record  # noqa: F401  (corpus is a fixture, reused)
 from tests.store.test_tamper_evidence import scored  # noqa: F401  (a fixture: vintages, a bound forecast, scores)
 
@@ -26,7 +29,12 @@ REPLACED = {"content_digest": "repeat('0', 64)", "sha256_text": "repeat('0', 64)
 @pytest.fixture
 def everything(db, corpus, scored):  # noqa: F811
     """Rows in every protected table: documents and chunks, two briefs (snapshots, sections, claims,
-    citations, provider calls), vintages and observations, a bound forecast and its scores."""
+    citations, provider calls), vintages and observations, a bound forecast and its scores (brier-v1,
+    and log-v1 and brier-v2 whose extra columns enter the digest)."""
+    for version in ("log-v1", "brier-v2"):
+        with db.transaction() as conn:
+            assert run_scoring(conn, mode="backfill", as_of=datetime(2026, 3, 31, tzinfo=UTC),
+                               scoring_version=version).inserted
     kept = persist_brief(db, make_record(corpus))
     deleted = persist_brief(db, make_record(corpus, question="Will storage keep growing?"))
     with db.connection() as conn:
