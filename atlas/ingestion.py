@@ -162,3 +162,11 @@ class BatchInFlight:
         self.new_records: list[Record] = []
         self.stored_chunks: list[StoredChunk] = []
         self.prepared = PreparedBatch([])
+
+    def release(self) -> None:
+        """Drop the rows, records, chunks and vectors once the batch is committed. Prefect's completed
+        states and futures hold a task's parameters and result in reference cycles, which only a full
+        garbage collection frees, and such collections are rare in a large heap: without this, every
+        batch written stayed in memory until the run ended (+14 MB per 28 PDFs)."""
+        self.rows, self.records, self.new_records, self.stored_chunks = [], [], [], []
+        self.prepared = PreparedBatch([])
