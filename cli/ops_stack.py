@@ -280,7 +280,7 @@ def declare_alerts(webhook_url: str | None = None) -> str:
     webhook notification block `atlas-nightly-alert` (created from `webhook_url` when given, else one an
     operator saved; its URL is editable in the UI). Idempotent: a redeploy updates it in place. Returns
     what it did, in one line."""
-    from prefect.automations import Automation, EventTrigger, SendNotification
+    from prefect.automations import EventTrigger, SendNotification
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
     from prefect.client.orchestration import get_client
 
@@ -305,15 +305,22 @@ def declare_alerts(webhook_url: str | None = None) -> str:
         block_document_id=block._block_document_id, subject="Forum Atlas: the nightly score failed or degraded",
         body="Flow run {{ flow_run.name }} ({{ flow_run.id }}) of score-accuracy ended "
              "{{ flow_run.state.name }}: {{ flow_run.state.message }}")
+    done = _declare_automation(ALERT_AUTOMATION, "notify when the nightly score-accuracy run fails", trigger, action)
+    return f"alert {done}: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+
+
+def _declare_automation(name: str, description: str, trigger, action) -> str:
+    """Create the automation `name`, or update it in place (enabled again); returns "declared" or "updated"."""
+    from prefect.automations import Automation
+
     try:
-        automation = Automation.read(name=ALERT_AUTOMATION)
+        automation = Automation.read(name=name)
     except ValueError:
-        Automation(name=ALERT_AUTOMATION, description="notify when the nightly score-accuracy run fails",
-                   trigger=trigger, actions=[action]).create()
-        return f"alert declared: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+        Automation(name=name, description=description, trigger=trigger, actions=[action]).create()
+        return "declared"
     automation.trigger, automation.actions, automation.enabled = trigger, [action], True
     automation.update()
-    return f"alert updated: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+    return "updated"
 
 
 HEARTBEAT_SECONDS = 30   # Prefect's shortest flow-run heartbeat interval
@@ -341,7 +348,7 @@ def declare_crash_detection(after_seconds: int) -> str:
     so a run that did end is never rewritten. Idempotent; returns what it did, in one line."""
     from datetime import timedelta
 
-    from prefect.automations import Automation, EventTrigger
+    from prefect.automations import EventTrigger
     from prefect.client.schemas.objects import StateType
     from prefect.events.actions import ChangeFlowRunState
     from prefect.events.schemas.automations import Posture
@@ -355,16 +362,9 @@ def declare_crash_detection(after_seconds: int) -> str:
     action = ChangeFlowRunState(state=StateType.CRASHED,
                                 message=f"no heartbeat for {after_seconds} s: the run's process is gone "
                                         "(Retry runs it again; an ingest resumes after its committed batches)")
-    what = f"{CRASH_AUTOMATION}: a run silent for {after_seconds} s (heartbeat every {HEARTBEAT_SECONDS} s) is Crashed"
-    try:
-        automation = Automation.read(name=CRASH_AUTOMATION)
-    except ValueError:
-        Automation(name=CRASH_AUTOMATION, description="mark flow runs Crashed when their heartbeats stop",
-                   trigger=trigger, actions=[action]).create()
-        return f"crash detection declared: {what}"
-    automation.trigger, automation.actions, automation.enabled = trigger, [action], True
-    automation.update()
-    return f"crash detection updated: {what}"
+    done = _declare_automation(CRASH_AUTOMATION, "mark flow runs Crashed when their heartbeats stop", trigger, action)
+    return (f"crash detection {done}: {CRASH_AUTOMATION}: a run silent for {after_seconds} s "
+            f"(heartbeat every {HEARTBEAT_SECONDS} s) is Crashed")
 
 
 def hold_database() -> None:
