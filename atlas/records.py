@@ -41,6 +41,10 @@ class InputError(ValueError):
     """The input cannot be read at all (wrong encoding, binary file, malformed JSON line)."""
 
 
+FOLDER_NEEDS_SOURCE = "a folder of files needs a source (name, importance, quality, licence) for all its files"
+SOURCE_SCORES = (1, 2, 3, 4, 5)   # a source's importance and quality; validation refuses any other value
+
+
 @dataclass(frozen=True)
 class SourceInfo:
     name: str
@@ -280,7 +284,7 @@ def load_documents(batch: RawBatch, source: SourceInfo | None, options: Document
     """Read a batch of files: rows for the ones that became documents, and every file's outcome. A file that
     cannot be read yields no row, only its failure: the rest of the batch goes on."""
     if source is None:
-        raise InputError("a folder of files needs a source (name, importance, quality, licence) for all its files")
+        raise InputError(FOLDER_NEEDS_SOURCE)
     rows, outcomes = [], []
     for name, path in batch.items:
         try:
@@ -300,35 +304,69 @@ def load_rows(batch: RawBatch, source: SourceInfo | None = None) -> list[dict[st
     rows = []
     for line_no, raw in batch.items:
         where = f"{batch.name}:{line_no}"
-        try:
-            obj = json.loads(_decode(raw, where))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{where}: each line must be a JSON object")
-        rows.append({"row": line_no, "origin": where, **_jsonl_row(obj, batch.fmt, source)})
+        rows.append({"row": line_no, "origin": where, **_jsonl_row(_parse_line(raw, where), batch.fmt, source)})
     return rows
 
 
-def scan_ids(path: Path, fmt: Format) -> list[tuple[str, Any]]:
-    """(origin, id) of every JSONL/BEIR line, in file order, for the run-wide uniqueness check.
+def _parse_line(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(_decode(raw, where))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: each line must be a JSON object")
+    return obj
 
-    A folder needs none (its ids are relative file names, unique by construction). Lines that do
-    not decode or parse are skipped here: the batch that holds them reports them.
-    """
+
+@dataclass
+class InputScan:
+    """The whole input, read once before any batch: the (origin, id) of every JSONL/BEIR line in file order
+    (for the run-wide uniqueness check), and each source it names as its first row states it, with that row's
+    origin."""
+    ids: list[tuple[str, Any]] = field(default_factory=list)
+    sources: dict[str, tuple[str, SourceInfo]] = field(default_factory=dict)
+
+
+def scan_input(path: Path, fmt: Format, source: SourceInfo | None = None) -> InputScan:
+    """Read the whole input before any batch is chunked or embedded, so that what would fail the run after
+    minutes of work fails it now: a line that does not decode or parse (InputError), rows that state one
+    source differently (SourceConflictError), a folder without a source or without files. A row whose source
+    fields validation will refuse (a blank name, an importance outside 1–5) is left to validation, which names
+    it in its batch. A folder's files are read by their batch: a bad one fails alone."""
+    path = Path(path)
+    scan = InputScan()
     if fmt == "folder":
-        return []
+        if source is None:
+            raise InputError(FOLDER_NEEDS_SOURCE)
+        _document_files(path)
+        scan.sources[source.name] = (path.name, source)
+        return scan
     key = "_id" if fmt == "beir" else "id"
-    entries = []
     for batch in iter_raw(path, fmt, batch_size=10_000):
         for line_no, raw in batch.items:
-            try:
-                obj = json.loads(raw)
-            except (ValueError, TypeError):
+            where = f"{batch.name}:{line_no}"
+            obj = _parse_line(raw, where)
+            if obj.get(key) is not None:
+                scan.ids.append((where, obj[key]))
+            row = _jsonl_row(obj, fmt, source)
+            if not _states_a_valid_source(row):
                 continue
-            if isinstance(obj, dict) and obj.get(key) is not None:
-                entries.append((f"{batch.name}:{line_no}", obj[key]))
-    return entries
+            stated = _source_of(row)
+            first = scan.sources.setdefault(stated.name, (where, stated))[1]
+            if (conflict := source_conflict(first, stated, where)) is not None:
+                raise conflict
+    return scan
+
+
+def _states_a_valid_source(row: dict[str, Any]) -> bool:
+    return all(isinstance(row[c], str) and row[c].strip() for c in ("source_name", "source_licence")) and all(
+        row[c] in SOURCE_SCORES for c in ("source_importance", "source_quality"))
+
+
+def _source_of(row: dict[str, Any]) -> SourceInfo:
+    """The source a row states, as its record will carry it."""
+    return SourceInfo(row["source_name"], int(row["source_importance"]), int(row["source_quality"]),
+                      row["source_licence"], row["source_url"] or None, row.get("source_sector") or None)
 
 
 def detect_format(path: Path) -> Format:
@@ -356,12 +394,11 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 def to_records(rows: list[dict[str, Any]]) -> list[Record]:
     """Typed records from rows that passed validation."""
-    sources: dict[tuple, SourceInfo] = {}
+    sources: dict[SourceInfo, SourceInfo] = {}
     records = []
     for row in rows:
-        key = (row["source_name"], int(row["source_importance"]), int(row["source_quality"]), row["source_licence"],
-               row["source_url"] or None, row.get("source_sector") or None)
-        source = sources.setdefault(key, SourceInfo(*key))
+        stated = _source_of(row)
+        source = sources.setdefault(stated, stated)
         records.append(Record(
             external_id=row["external_id"], title=row["title"] or "", text=row["text"], source=source,
             url=row["url"] or None, published_at=parse_timestamp(row["published_at"]), sector=row["sector"] or "general",

@@ -25,11 +25,11 @@ from functools import lru_cache
 from typing import Any
 
 from forum_atlas.config import DEFAULT_MAX_RECORD_BYTES
-from forum_atlas.records import parse_timestamp
+from forum_atlas.records import SOURCE_SCORES, parse_timestamp
 
 # A web address, or a local document's file:// URI (its source URL when no web address is given).
 URL_PATTERN = r"^(?:https?://[^\s/?#]+\.[^\s]*|file:///[^\s]+)$"
-SCORES = [1, 2, 3, 4, 5]
+SCORES = list(SOURCE_SCORES)
 # Publication dates later than the run's start plus this are refused (search rules them out anyway).
 FUTURE_TOLERANCE = timedelta(days=1)
 # Columns that must hold text (or be missing): the writer stores them as PostgreSQL text.
@@ -308,7 +308,7 @@ def validate_rows(rows: list[dict[str, Any]], *, max_record_bytes: int = DEFAULT
 def validate_unique_ids(entries: list[tuple[str, Any]]) -> ValidationReport:
     """Ids must be unique across the whole input of a run, not only within a batch.
 
-    `entries` is (origin, id) for every row of the input (`records.scan_ids`). Checked before any
+    `entries` is (origin, id) for every row of the input (`records.scan_input`). Checked before any
     batch is written, so a repeated id fails the same way whatever the batch size.
     """
     if not entries:

@@ -4,7 +4,7 @@ temporary Prefect API server of its own that cannot outlive the command.
 Prefect's built-in temporary server is a plain child process: a CLI killed with kill -9 left it
 running (~200 MB each). This one is started the same way (uvicorn on loopback, UI off) but asks
 the kernel to send it SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG, Linux), and it is
-stopped on every normal exit. Flow heartbeats are off: the CLI waits for its flows anyway, and the
+stopped on every normal exit, after the runs' queued logs and events were sent. Flow heartbeats are off: the CLI waits for its flows anyway, and the
 heartbeat thread only adds ~1 s at exit.
 """
 
@@ -32,8 +32,19 @@ def flow_session() -> Iterator[None]:
         updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
         if not PREFECT_API_URL.value():
             updates[PREFECT_API_URL] = stack.enter_context(temporary_api_server())
+            stack.callback(send_what_is_queued)   # before the server stops
         stack.enter_context(temporary_settings(updates=updates))
         yield
+
+
+def send_what_is_queued(timeout: float = 10.0) -> None:
+    """Prefect sends run logs and events (the task runs' states among them) from background workers: send
+    what they still hold, or a run's last log lines and states never reach the server."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=timeout)
+    EventsWorker.drain_all(timeout=timeout)
 
 
 @contextmanager

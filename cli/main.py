@@ -12,20 +12,43 @@ import sys
 import warnings
 
 from forum_atlas.cli import commands
+from forum_atlas.failures import is_expected, one_line
+
+# Prefect's logging configuration, overridden by environment: the level of its terminal handler
+QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
 
 def _prefect_defaults(verbose: bool) -> None:
     """Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout
     for the temporary Prefect server that the first flow of a process starts when no PREFECT_API_URL
-    is set. Prefect's own log lines (a failed run's traceback among them) only with --verbose: a
-    failed command prints one line. Set before any handler imports Prefect, which reads them once."""
-    for key, value in {
+    is set. Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
+    terminal shows Prefect's log lines only with --verbose (its console handler), so a failed command
+    prints one line. Set before any handler imports Prefect, which reads them once."""
+    defaults = {
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
-        "PREFECT_LOGGING_LEVEL": "INFO" if verbose else "CRITICAL",
-    }.items():
+        "PREFECT_LOGGING_LEVEL": "INFO",
+    }
+    for key, value in defaults.items():
         os.environ.setdefault(key, value)
+    if verbose:   # asked for on this command line: it wins over a quiet terminal inherited from a parent atlas
+        os.environ[QUIET_CONSOLE] = "DEBUG"
+    else:
+        os.environ.setdefault(QUIET_CONSOLE, "CRITICAL")
+
+
+def _project_log(verbose: bool) -> None:
+    """The project's own log lines (a kernel that would not build, a retried database start) on stderr at
+    WARNING, INFO with --verbose, whatever Prefect does with its console handler."""
+    project = logging.getLogger("forum_atlas")
+    if not any(h.get_name() == "atlas-cli" for h in project.handlers):   # main() runs more than once in tests
+        handler = logging.StreamHandler()
+        handler.set_name("atlas-cli")
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        project.addHandler(handler)
+    project.setLevel(logging.INFO if verbose else logging.WARNING)
+    project.propagate = False
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,25 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     args = build_parser().parse_args(argv)
     _prefect_defaults(args.verbose)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _project_log(args.verbose)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # a clear one-line error for humans; --verbose shows the traceback
-        if args.verbose:
+    except Exception as exc:  # a clear one-line error for humans; --verbose shows an unexpected one's traceback
+        if args.verbose and not is_expected(exc):
             raise
-        print(f"atlas: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"atlas: error: {one_line(exc)}", file=sys.stderr)
         return 1
-
-
-def _one_line(exc: Exception) -> str:
-    """The error and its notes in one line: a pydantic validation error as "field: problem; …"."""
-    errors = getattr(exc, "errors", None)
-    if type(exc).__name__ == "ValidationError" and callable(errors):
-        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in errors())
-    # Notes carry what a failure left behind (e.g. what an ingest committed before it).
-    return " ".join(" ".join([str(exc), *getattr(exc, "__notes__", [])]).split())
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from forum_atlas.cli.flow_session import free_port, wait_until_healthy
+from forum_atlas.cli.main import QUIET_CONSOLE
 from forum_atlas.config import Settings
 from forum_atlas.scoring import DEGRADED
 from forum_atlas.store.pgserver import pid_alive
@@ -67,22 +68,29 @@ def project_dir() -> Path:
     return root
 
 
-def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> Stack:
+def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> tuple[Stack, list[str]]:
+    """Start the stack, or what of it died: with the server still up, a dead worker (or database holder) is
+    started again beside it, the server's URL unchanged; otherwise the whole stack starts again, on the port it
+    had unless `port` says otherwise. Returns the stack and what was done, one line each (deploy's own lines:
+    schedules kept, alerts declared or not)."""
     existing = read_stack(settings)
     if existing and all(alive(pid) for pid in existing.pids.values()):
-        return existing
+        return existing, []
+    if existing and alive(existing.pids.get("server", 0)):
+        return existing, _restart_dead(settings, existing)
     if existing:
-        down(settings)   # a partly dead stack: clear it before starting anew
+        down(settings)   # the server died: clear what is left before starting anew, where it was
+        port = port or int(existing.api_url.rsplit(":", 1)[1].split("/", 1)[0])
     root = project_dir()
     logs = state_file(settings).parent
     logs.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     stack = Stack(api_url=f"http://127.0.0.1:{port}/api", project_dir=str(root), logs=str(logs))
     env = stack_environment(settings, stack)
+    done: list[str] = []
     try:
         if not settings.database_url:
-            stack.pids["database"] = _spawn([sys.executable, "-m", "forum_atlas.cli.ops_stack", "hold-database"],
-                                            env, logs / "database.log")
+            _start_role(stack, "database", env)
         # the UI asks the server where its API is: without PREFECT_UI_API_URL it answers port 4200, whatever --port
         server_env = {**{k: v for k, v in env.items() if k != "PREFECT_API_URL"}, "PREFECT_UI_API_URL": stack.api_url}
         stack.pids["server"] = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
@@ -91,21 +99,44 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> S
         wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
                            f"the Prefect server (log: {logs / 'server.log'})")
         # the worker starts (seconds of imports) while the deployments are made; it creates the pool if first
-        stack.pids["worker"] = _spawn([sys.executable, "-m", "prefect", "worker", "start", "--pool", WORK_POOL,
-                                       "--type", "process"], env, logs / "worker.log", cwd=root)
+        _start_role(stack, "worker", env)
         _save(settings, stack)
         if deploy:
-            deploy_all(settings, stack)
+            done = deploy_all(settings, stack)
     except BaseException:
         down(settings)
         raise
-    return stack
+    return stack, done
+
+
+def _start_role(stack: Stack, role: str, env: dict[str, str]) -> None:
+    """Start the stack's database holder or worker (their logs append to <role>.log)."""
+    command = {"database": ["-m", "forum_atlas.cli.ops_stack", "hold-database"],
+               "worker": ["-m", "prefect", "worker", "start", "--pool", WORK_POOL, "--type", "process"]}[role]
+    stack.pids[role] = _spawn([sys.executable, *command], env, Path(stack.logs) / f"{role}.log",
+                              cwd=Path(stack.project_dir) if role == "worker" else None)
+
+
+def _restart_dead(settings: Settings, stack: Stack) -> list[str]:
+    """Start again the roles of a stack whose server is up that died (a killed worker): the database holder
+    before the worker, as `up` orders them."""
+    env = stack_environment(settings, stack)
+    restarted = []
+    for role in ("database", "worker"):
+        if role in stack.pids and not alive(stack.pids[role]):
+            _start_role(stack, role, env)
+            restarted.append(f"restarted: {role} (pid {stack.pids[role]}); the server stays at {stack.api_url}")
+    _save(settings, stack)
+    return restarted
 
 
 def stack_environment(settings: Settings, stack: Stack) -> dict[str, str]:
     """The environment of the stack's processes: this one's, pointed at the stack's server and checkout."""
-    # PATH: deploy.sh calls `prefect`, which sits beside this interpreter even in a venv that is not activated
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    # PATH: deploy.sh calls `prefect`, which sits beside this interpreter even in a venv that is not activated.
+    # Their output goes to log files: Prefect's console handler keeps its default level there, whatever quiet
+    # level this command's terminal has (the runs log to the API at PREFECT_LOGGING_LEVEL, INFO by default).
+    inherited = {k: v for k, v in os.environ.items() if k != QUIET_CONSOLE}
+    return {**inherited, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "PREFECT_API_URL": stack.api_url, "ATLAS_PROJECT_DIR": stack.project_dir,
             "ATLAS_DATA_DIR": str(settings.data_dir), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
 
@@ -122,7 +153,8 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
     idempotently: the work pool and the block types are created once, deployments are updated in place,
     every schedule of a deployment already on the server is kept as the operator left it (active or paused,
     added or removed: prefect.yaml's schedules only seed a new deployment), and the nightly-failure alert is
-    declared. One process does it all but `prefect deploy` (each Prefect command costs seconds of start-up).
+    declared, and so is the automation that marks a run Crashed when its heartbeats stop. One process does it
+    all but `prefect deploy` (each Prefect command costs seconds of start-up).
     Returns what it did, one line each."""
     import tempfile
 
@@ -144,6 +176,9 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
         for deployment in config["deployments"]:
             if deployment["name"] in {d.name for d in existing.values()}:
                 deployment.pop("schedules", None)
+            # every run of a deployment beats at the frequency the crash automation expects
+            job_env = deployment["work_pool"].setdefault("job_variables", {}).setdefault("env", {})
+            job_env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_SECONDS))
         prefect_file = Path(scratch) / "prefect.yaml"
         prefect_file.write_text(yaml.safe_dump(config, sort_keys=False))
         command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(prefect_file),
@@ -158,7 +193,8 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
         scheduled = {full: d for full, d in _deployments().items() if d.schedules and (not names or d.name in names)}
         return [*(f"{full}: {schedule_state(d)}" + (" (kept)" if full in existing else "")
                   for full, d in scheduled.items()),
-                declare_alerts(os.environ.get("ATLAS_ALERT_WEBHOOK_URL") or None)]
+                declare_alerts(os.environ.get("ATLAS_ALERT_WEBHOOK_URL") or None),
+                declare_crash_detection(crash_after_seconds(env))]
 
 
 def _deployments() -> dict:
@@ -244,7 +280,7 @@ def declare_alerts(webhook_url: str | None = None) -> str:
     webhook notification block `atlas-nightly-alert` (created from `webhook_url` when given, else one an
     operator saved; its URL is editable in the UI). Idempotent: a redeploy updates it in place. Returns
     what it did, in one line."""
-    from prefect.automations import Automation, EventTrigger, SendNotification
+    from prefect.automations import EventTrigger, SendNotification
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
     from prefect.client.orchestration import get_client
 
@@ -269,15 +305,66 @@ def declare_alerts(webhook_url: str | None = None) -> str:
         block_document_id=block._block_document_id, subject="Forum Atlas: the nightly score failed or degraded",
         body="Flow run {{ flow_run.name }} ({{ flow_run.id }}) of score-accuracy ended "
              "{{ flow_run.state.name }}: {{ flow_run.state.message }}")
+    done = _declare_automation(ALERT_AUTOMATION, "notify when the nightly score-accuracy run fails", trigger, action)
+    return f"alert {done}: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+
+
+def _declare_automation(name: str, description: str, trigger, action) -> str:
+    """Create the automation `name`, or update it in place (enabled again); returns "declared" or "updated"."""
+    from prefect.automations import Automation
+
     try:
-        automation = Automation.read(name=ALERT_AUTOMATION)
+        automation = Automation.read(name=name)
     except ValueError:
-        Automation(name=ALERT_AUTOMATION, description="notify when the nightly score-accuracy run fails",
-                   trigger=trigger, actions=[action]).create()
-        return f"alert declared: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+        Automation(name=name, description=description, trigger=trigger, actions=[action]).create()
+        return "declared"
     automation.trigger, automation.actions, automation.enabled = trigger, [action], True
     automation.update()
-    return f"alert updated: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+    return "updated"
+
+
+HEARTBEAT_SECONDS = 30   # Prefect's shortest flow-run heartbeat interval
+CRASH_AUTOMATION = "forum-atlas: crash runs whose heartbeats stopped"
+DEFAULT_CRASH_AFTER_SECONDS = 90   # three heartbeats missed: a loaded machine delays one, not three
+# what ends a run's heartbeats normally: its final states (Degraded: the nightly's completed-with-a-failed-fetch)
+FINAL_EVENTS = frozenset(f"prefect.flow-run.{state}" for state in
+                         ("Completed", "Failed", "Crashed", "Cancelled", "TimedOut", DEGRADED))
+
+
+def crash_after_seconds(env: dict[str, str]) -> int:
+    """How long a deployment run's silence lasts before it is marked Crashed: ATLAS_CRASH_AFTER_SECONDS."""
+    seconds = int(env.get("ATLAS_CRASH_AFTER_SECONDS") or DEFAULT_CRASH_AFTER_SECONDS)
+    if seconds <= HEARTBEAT_SECONDS:
+        raise ValueError(f"ATLAS_CRASH_AFTER_SECONDS must exceed the heartbeat interval ({HEARTBEAT_SECONDS} s): "
+                         f"{seconds}")
+    return seconds
+
+
+def declare_crash_detection(after_seconds: int) -> str:
+    """Prefect's answer to "zombie" runs (its guide "Detect zombie flows"), as a server automation: a flow run
+    whose heartbeat (every HEARTBEAT_SECONDS, set on every deployment) is followed by neither another one nor a
+    final state within `after_seconds` is set Crashed: its process died (a killed worker, a lost machine). The
+    UI then offers Retry, and a retried ingest resumes after its committed batches. The change is not forced,
+    so a run that did end is never rewritten. Idempotent; returns what it did, in one line."""
+    from datetime import timedelta
+
+    from prefect.automations import EventTrigger
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    heartbeat = "prefect.flow-run.heartbeat"
+    trigger = EventTrigger(after={heartbeat}, expect={heartbeat, *FINAL_EVENTS},
+                           match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+                           for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1,
+                           within=timedelta(seconds=after_seconds))
+    action = ChangeFlowRunState(state=StateType.CRASHED,
+                                message=f"no heartbeat for {after_seconds} s: the run's process is gone "
+                                        "(Retry runs it again; an ingest resumes after its committed batches)")
+    done = _declare_automation(CRASH_AUTOMATION, "mark flow runs Crashed when their heartbeats stop", trigger, action)
+    return (f"crash detection {done}: {CRASH_AUTOMATION}: a run silent for {after_seconds} s "
+            f"(heartbeat every {HEARTBEAT_SECONDS} s) is Crashed")
 
 
 def hold_database() -> None:

@@ -8,8 +8,9 @@ several batches at once — while one writer thread of this process, the only on
 connections, writes them in input order, one transaction each, the database writing batch n while
 batch n+1 is prepared. A failing batch writes nothing and stops the run (the batches read before it
 are written first, so the database ends as a single-process run leaves it); a re-run skips what earlier
-runs stored. Before the first batch, the ids of the whole input are checked for repeats, so the outcome
-never depends on `batch_size`.
+runs stored. Before the first batch, the whole input is read once (`check_input`): repeated ids (so the
+outcome never depends on `batch_size`), unreadable lines, sources that disagree with each other or with the
+stored ones and a missing embedder key fail the run there, before any chunking or embedding.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.ingest import (
     begin_load,
     build_index,
-    check_unique_ids,
+    check_input,
     compact_postings,
     embedder_stats,
     load_batch,
@@ -130,7 +131,7 @@ def ingest(
     total_bytes = sum(p.stat().st_size for p in input_path.rglob("*") if p.is_file()) if input_path.is_dir() else input_path.stat().st_size
 
     run_id = flow_run_id()
-    check_unique_ids(input_path, fmt)
+    check_input(settings, input_path, fmt, source_info)
     model = begin_load(settings, total_bytes, index_mode)
     embed_stats_start = embedder_stats(settings)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")

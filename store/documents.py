@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import psycopg
 
@@ -77,11 +77,28 @@ def _source_ids(conn: psycopg.Connection, records: Sequence[Record]) -> dict[str
             (name, source.importance, source.quality_score, source.sector or "general", source.licence, source.url))
         row = conn.execute(f"SELECT source_id, {', '.join(SOURCE_FIELDS)} FROM forum.sources WHERE name = %s",
                            (name,)).fetchone()
-        stored = SourceInfo(name=name, **{f: row[f] for f in SOURCE_FIELDS})
-        if (conflict := source_conflict(stored, source, record.metadata.get("origin"))) is not None:
+        if (conflict := source_conflict(_stored_source(name, row), source, record.metadata.get("origin"))) is not None:
             raise conflict
         ids[name] = row["source_id"]
     return ids
+
+
+def check_sources(db: Database, stated: dict[str, tuple[str, SourceInfo]]) -> None:
+    """Refuse input whose statement of a stored source differs from what is stored (`stated`: name → (origin
+    of the row that states it, what it states)), before the run does any work; the batch write checks again."""
+    if not stated:
+        return
+    with db.connection() as conn:
+        rows = conn.execute(f"SELECT name, {', '.join(SOURCE_FIELDS)} FROM forum.sources WHERE name = ANY(%s)",
+                            (list(stated),)).fetchall()
+    for row in rows:
+        origin, incoming = stated[row["name"]]
+        if (conflict := source_conflict(_stored_source(row["name"], row), incoming, origin)) is not None:
+            raise conflict
+
+
+def _stored_source(name: str, row: dict) -> SourceInfo:
+    return SourceInfo(name=name, **{f: row[f] for f in SOURCE_FIELDS})
 
 
 def update_source(db: Database, name: str, changes: dict, reason: str) -> tuple[SourceInfo, SourceInfo]:
@@ -97,8 +114,8 @@ def update_source(db: Database, name: str, changes: dict, reason: str) -> tuple[
                            (name,)).fetchone()
         if row is None:
             raise ValueError(f"no source named {name!r}")
-        before = SourceInfo(name=name, **{f: row[f] for f in SOURCE_FIELDS})
-        after = SourceInfo(name=name, **{**{f: row[f] for f in SOURCE_FIELDS}, **changes})
+        before = _stored_source(name, row)
+        after = replace(before, **changes)
         conn.execute("SELECT set_config('forum.source_update', 'explicit', true)")
         conn.execute(f"UPDATE forum.sources SET {', '.join(f'{f} = %s' for f in changes)}, updated_at = now() WHERE name = %s",
                      (*changes.values(), name))

@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+from forum_atlas.failures import install_expected_failure_lines
+
+# every flow imports its tasks: so in whatever process runs a flow (the CLI, a worker's flow run, a Dask worker),
+# an expected failure's run log is its one-line cause, not Prefect's two tracebacks
+install_expected_failure_lines()
+
 
 def flow_run_id() -> str | None:
     """The current Prefect flow run's id, for audit rows; None outside a flow run."""

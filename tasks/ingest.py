@@ -22,7 +22,7 @@ from forum_atlas.config import Settings
 from forum_atlas.embeddings import embedder_for
 from forum_atlas.embeddings.base import stats_of
 from forum_atlas.ingestion import BatchInFlight, WriteResult
-from forum_atlas.records import DocumentOptions, Format, SourceInfo, load_documents, load_rows, scan_ids, to_records
+from forum_atlas.records import DocumentOptions, Format, SourceInfo, load_documents, load_rows, scan_input, to_records
 from forum_atlas.store import documents
 from forum_atlas.store.db import is_transient, record_event, shared_database
 from forum_atlas.validation import BatchValidationError, ValidationReport, validate_rows, validate_unique_ids
@@ -58,14 +58,19 @@ def _refuse(report: ValidationReport, description: str) -> None:
     raise BatchValidationError(report)
 
 
-@ingest_task
-def check_unique_ids(path: Path, fmt: Format) -> int:
-    """Before any batch is written: ids repeat nowhere in the whole input (whatever the batch size)."""
-    entries = scan_ids(path, fmt)
-    report = validate_unique_ids(entries)
+@task(name="check-input", task_run_name="check-input", cache_policy=NO_CACHE, persist_result=False)
+def check_input(settings: Settings, path: Path, fmt: Format, source: SourceInfo | None) -> int:
+    """Before any batch is chunked or embedded, what would otherwise fail the run after minutes of that work:
+    the input reads whole, its ids repeat nowhere (whatever the batch size), the sources it names agree with
+    one another and with the stored ones (sector included), and the embedder is set up (its API key present).
+    Returns the number of ids read."""
+    scan = scan_input(path, fmt, source)
+    report = validate_unique_ids(scan.ids)
     if not report.success:
         _refuse(report, "ids repeated within the input; nothing from this run was written")
-    return len(entries)
+    documents.check_sources(shared_database(settings), scan.sources)
+    embedder_for(settings)
+    return len(scan.ids)
 
 
 @batch_task("validate-batch")

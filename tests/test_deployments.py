@@ -195,6 +195,27 @@ def test_the_nightly_failure_alert_is_declared_against_the_api_and_a_redeploy_up
     assert isinstance(Automation.read(name=ops_stack.ALERT_AUTOMATION), Automation)
 
 
+def test_every_deployment_run_beats_and_a_run_whose_heartbeats_stop_is_crashed(deployed):
+    """Issue 24 (2), Prefect's documented answer to "zombie" runs: deploy sets every deployment's runs to send a
+    heartbeat every 30 s and declares the automation that sets a run Crashed when neither a heartbeat nor a final
+    state follows one within ATLAS_CRASH_AFTER_SECONDS (90 s by default); the e2e test kills a worker under it."""
+    from forum_atlas.cli import ops_stack
+
+    assert {key: d.job_variables["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] for key, d in deployed.items()} == \
+        {key: "30" for key in deployed}
+    [automation] = [a for a in _automations() if a.name == ops_stack.CRASH_AUTOMATION]
+    trigger = automation.trigger
+    assert automation.enabled and trigger.posture == "Proactive" and trigger.after == {"prefect.flow-run.heartbeat"}
+    assert trigger.expect == {"prefect.flow-run.heartbeat", *(f"prefect.flow-run.{s}" for s in (
+        "Completed", "Failed", "Crashed", "Cancelled", "TimedOut", "Degraded"))}
+    assert trigger.for_each == {"prefect.resource.id"} and trigger.within.total_seconds() == 90
+    [action] = automation.actions
+    assert action.type == "change-flow-run-state" and action.state == "CRASHED" and not action.force
+    assert ops_stack.declare_crash_detection(45).startswith("crash detection updated")
+    with pytest.raises(ValueError, match="must exceed the heartbeat interval"):
+        ops_stack.crash_after_seconds({"ATLAS_CRASH_AFTER_SECONDS": "30"})
+
+
 def _automations():
     from prefect.client.orchestration import get_client
 

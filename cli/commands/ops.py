@@ -11,7 +11,8 @@ from forum_atlas.cli.output import table
 def register(groups: argparse._SubParsersAction) -> None:
     ops = groups.add_parser("ops", help="start/stop a local Prefect server, work pool, worker and the deployments")
     sub = ops.add_subparsers(dest="ops_command", required=True)
-    up = sub.add_parser("up", help="start the stack in the background (idempotent); prints its URLs and logs")
+    up = sub.add_parser("up", help="start the stack in the background (idempotent: restarts only a dead worker); "
+                                   "prints what deploy did, its URLs and logs")
     up.add_argument("--port", type=int, help="the Prefect server's port on 127.0.0.1 (default: a free one)")
     up.add_argument("--no-deploy", action="store_true", help="do not (re)deploy prefect.yaml")
     up.set_defaults(handler=_up)
@@ -36,7 +37,9 @@ def _settings():
 def _up(args: argparse.Namespace) -> int:
     from forum_atlas.cli import ops_stack
 
-    stack = ops_stack.up(_settings(), port=args.port, deploy=not args.no_deploy)
+    stack, done = ops_stack.up(_settings(), port=args.port, deploy=not args.no_deploy)
+    for line in done:
+        print(line)
     _print(stack)
     print(f"\nexport PREFECT_API_URL={stack.api_url}   # to run deployments from this shell; `atlas ops down` stops it")
     return 0

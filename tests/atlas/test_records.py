@@ -12,7 +12,7 @@ from forum_atlas.records import (
     iter_raw,
     load_documents,
     load_rows,
-    scan_ids,
+    scan_input,
     to_records,
 )
 
@@ -136,7 +136,7 @@ def test_jsonl_keeps_non_string_ids_and_titles_for_validation_to_name(tmp_path):
     rows = _rows(path, "jsonl")
     assert (rows[0]["external_id"], rows[0]["title"], rows[0]["text"]) == (5, {}, 12345)
     assert rows[1]["title"] == ""
-    assert scan_ids(path, "jsonl") == [("in.jsonl:1", 5), ("in.jsonl:2", "b")]
+    assert scan_input(path, "jsonl").ids == [("in.jsonl:1", 5), ("in.jsonl:2", "b")]
 
 
 def test_chunking_a_4mb_record_is_linear_not_quadratic():

@@ -1,32 +1,46 @@
-"""A failed command prints one line — no Prefect traceback — unless --verbose asks for it."""
+"""A failed command prints one line — no Prefect traceback; --verbose shows Prefect's log lines, and a traceback only
+for an unexpected failure. Its run's log, in the Prefect API, holds INFO lines and the failure's cause in one line."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 
 
 def atlas(tmp_path, *args):
     env = {**os.environ, "ATLAS_DATA_DIR": str(tmp_path / "data"), "PREFECT_HOME": str(tmp_path / "prefect")}
-    env.pop("PREFECT_LOGGING_LEVEL", None)  # the command's own default, not the test session's
+    for name in ("PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"):
+        env.pop(name, None)  # the command's own default, not the test session's
     env.pop("PREFECT_API_URL", None)
     return subprocess.run([sys.executable, "-m", "forum_atlas.cli.main", *args], capture_output=True, text=True,
                           env=env, timeout=300)
 
 
-def test_a_failing_flow_prints_one_line_and_verbose_shows_the_traceback(tmp_path, database_url):
+def test_a_failing_flow_prints_one_line_and_its_run_log_holds_the_cause(tmp_path, database_url):
     os.environ["ATLAS_DATABASE_URL"] = database_url
+    missing = tmp_path / "missing.jsonl"
     try:
-        quiet = atlas(tmp_path, "ingest", str(tmp_path / "missing.jsonl"))
-        loud = atlas(tmp_path, "-v", "ingest", str(tmp_path / "missing.jsonl"))
+        quiet = atlas(tmp_path, "ingest", str(missing))
+        loud = atlas(tmp_path, "-v", "ingest", str(missing))
     finally:
         del os.environ["ATLAS_DATABASE_URL"]
     assert quiet.returncode == 1
     lines = [line for line in quiet.stderr.splitlines() if line.strip() and "XDG_RUNTIME_DIR" not in line
              and "user_runtime_dir" not in line]
-    assert lines == [f"atlas: error: {tmp_path / 'missing.jsonl'}: no such file or folder"], quiet.stderr
-    assert loud.returncode != 0 and "Traceback" in loud.stderr
+    assert lines == [f"atlas: error: {missing}: no such file or folder"], quiet.stderr
+    # -v: Prefect's lines on the terminal, the expected failure in one of them, and no traceback
+    assert loud.returncode == 1 and "Traceback" not in loud.stderr, loud.stderr
+    assert f"Flow run failed: InputError: {missing}: no such file or folder" in loud.stderr
+    assert "Beginning flow run" in loud.stderr
+
+    # what the CLI's temporary Prefect API stored for both runs (in its PREFECT_HOME) before it stopped
+    with sqlite3.connect(tmp_path / "prefect" / "prefect.db") as prefect_db:
+        logged = prefect_db.execute("SELECT level, message FROM log ORDER BY timestamp").fetchall()
+    assert [m for level, m in logged if level == 40] == [f"Flow run failed: InputError: {missing}: no such file or folder"] * 2
+    assert sum(m.startswith("Beginning flow run") for level, m in logged if level == 20) == 2, "INFO reaches the API"
+    assert not [m for _, m in logged if "Traceback" in m]
 
 
 def test_a_bad_parameter_is_one_readable_line(tmp_path):
@@ -36,9 +50,9 @@ def test_a_bad_parameter_is_one_readable_line(tmp_path):
 
 
 def test_the_one_line_error_carries_the_notes_of_what_a_failure_left_behind():
-    from forum_atlas.cli.main import _one_line
+    from forum_atlas.failures import one_line
 
     error = ValueError("batch 2: rows that failed validation\n| row | problem |")
     error.add_note("committed before this failure: batches 1–1 of a.jsonl through line 10 (+10 documents, …).")
-    assert _one_line(error) == ("batch 2: rows that failed validation | row | problem | committed before this failure: "
+    assert one_line(error) == ("batch 2: rows that failed validation | row | problem | committed before this failure: "
                                 "batches 1–1 of a.jsonl through line 10 (+10 documents, …).")

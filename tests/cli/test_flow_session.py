@@ -9,19 +9,7 @@ import time
 from pathlib import Path
 
 from forum_atlas.resources import data_file
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
+from tests.support.processes import children
 
 
 def _alive(pid: int) -> bool:
@@ -50,7 +38,7 @@ def test_a_killed_cli_run_leaves_no_prefect_server_behind(database_url, tmp_path
     while not servers:
         assert cli.poll() is None, f"the CLI ended before it could be killed: {cli.stderr.read().decode()[-2000:]}"
         assert time.monotonic() < deadline, "no Prefect server child appeared"
-        servers = [p for p in _children(cli.pid) if "uvicorn" in _cmdline(p) and "prefect" in _cmdline(p)]
+        servers = [p for p in children(cli.pid) if "uvicorn" in _cmdline(p) and "prefect" in _cmdline(p)]
         time.sleep(0.2)
     time.sleep(1.0)   # let the flow start talking to it
     cli.send_signal(signal.SIGKILL)

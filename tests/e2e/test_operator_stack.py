@@ -9,7 +9,13 @@ PostgreSQL held open) — started once for this module, whose tests run in file 
 - two lane runs started at once both end Completed, and every question is bound once; the nightly
   deployment, run with its shipped parameters against a local stand-in for FRED's CSV export, loads a new
   vintage, scores on it and publishes table, markdown and image artifacts; a redeploy leaves a resumed
-  lane resumed; a failing nightly run raises the alert the deployments declare (a webhook notification);
+  lane resumed and a paused nightly paused; a failing nightly run raises the alert the deployments declare (a webhook notification);
+- runs log to the API at INFO (the browser opens a run's Logs tab and finds its lines); an expected failure
+  (an ingest of a missing path) logs its cause in one line, an unexpected one (the failing nightly) its
+  traceback;
+- a worker killed (with its run's process) mid-ingest: the run becomes Crashed within the stated bound (its
+  heartbeats stop), `ops up` restarts only the worker, on the same server, and Retry (the UI's call) completes
+  the ingest after its committed batches, with no duplicate rows;
 - `ops down` stops every process of the stack, and `ops status` then says nothing runs.
 """
 
@@ -19,6 +25,7 @@ import io
 import json
 import os
 import re
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
@@ -39,10 +46,12 @@ from forum_atlas.store.pgserver import stop_embedded
 from forum_atlas.tasks.forecasting import issue_bound_forecast
 from tests.e2e.fred_standin import FredCsvStandIn
 from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page
+from tests.support.processes import with_descendants
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 RUN_TIMEOUT_S = 240
+CRASH_AFTER_S = 45   # ATLAS_CRASH_AFTER_SECONDS for this stack: a killed run is Crashed this long after its last heartbeat
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +89,13 @@ def operator(tmp_path_factory, fred, alerts):
         "PREFECT_HOME": str(home / "prefect"), "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
         # a run that waits for the lane's slot (ENQUEUE) retries after 1 s instead of 30; the worker polls each second
         "PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS": "1", "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "ATLAS_CRASH_AFTER_SECONDS": str(CRASH_AFTER_S),
     }
     with pytest.MonkeyPatch.context() as env:
-        for name in [k for k in os.environ if k.startswith(("PREFECT_API", "PREFECT_UI"))]:
-            env.delenv(name)
+        # the logging levels `atlas` itself sets, not the test session's (the stack's runs log at INFO by default)
+        for name in [k for k in os.environ if k.startswith(("PREFECT_API", "PREFECT_UI"))] + [
+                "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"]:
+            env.delenv(name, raising=False)
         for name in ("ATLAS_DATABASE_URL", "FRED_API_KEY"):
             env.delenv(name, raising=False)
         for name, value in environment.items():
@@ -120,6 +132,10 @@ def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
     stack = operator.stack
     assert set(stack.pids) == {"database", "server", "worker"} and all(map(ops_stack.alive, stack.pids.values()))
     assert f"Prefect UI  {stack.ui_url}" in operator.up_printed and stack.api_url.startswith("http://127.0.0.1:")
+    # deploy's own lines: the alert it declared (or why not), the crash detection
+    assert f"alert declared: {ops_stack.ALERT_AUTOMATION} → block {ops_stack.ALERT_BLOCK}" in operator.up_printed
+    assert f"crash detection declared: {ops_stack.CRASH_AUTOMATION}: a run silent for {CRASH_AFTER_S} s" in \
+        operator.up_printed
     assert main(["ops", "up"]) == 0, "up again is a no-op"
     assert ops_stack.read_stack(operator.settings).pids == stack.pids
     assert f"Prefect UI  {stack.ui_url}" in capsys.readouterr().out
@@ -180,6 +196,11 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
         page.goto(run_page)
         page.locator(".state-badge", has_text="Completed").first.wait_for()
         shots.take(page, "run-completed")
+
+        # the run's Logs tab holds its lines (INFO ones, from the flow run and its task runs)
+        page.locator("li.p-tab", has_text="Logs").first.click()
+        page.locator(".log-row", has_text="Finished in state Completed").first.wait_for()
+        shots.take(page, "run-logs")
 
     run = _api(stack, "GET", f"/flow_runs/{run_id}").json()
     nightly_id = _api(stack, "GET", "/deployments/name/score-accuracy/score-accuracy").json()["id"]
@@ -255,17 +276,23 @@ def test_lane_twice_at_once_nightly_with_shipped_parameters_a_redeploy_and_the_a
     lanes = [_start(stack, "bind-forecasts/bind-forecasts") for _ in range(2)]
     nightly = _start(stack, "score-accuracy/score-accuracy")
 
-    # while the worker runs them: the documented resume, then a redeploy of the lane, which must keep it active
+    # while the worker runs them: the documented resume and a pause of the nightly's schedule (as in the UI), then
+    # a redeploy of both, which must keep the lane active and the nightly paused (issue 24, 4)
     assert main(["lane", "resume"]) == 0
+    nightly_deployment = _api(stack, "GET", "/deployments/name/score-accuracy/score-accuracy").json()
+    [nightly_schedule] = nightly_deployment["schedules"]
+    _api(stack, "PATCH", f"/deployments/{nightly_deployment['id']}/schedules/{nightly_schedule['id']}", active=False)
     with ThreadPoolExecutor(1) as background:
-        redeploy = background.submit(ops_stack.deploy_all, settings_from_env(), stack, ["bind-forecasts"])
+        redeploy = background.submit(ops_stack.deploy_all, settings_from_env(), stack,
+                                     ["bind-forecasts", "score-accuracy"])
         _wait(stack, [nightly])
         redeployed = redeploy.result(timeout=RUN_TIMEOUT_S)
     # a nightly run that fails (here: a report directory it cannot create; the server itself refuses
     # parameters outside the schema) must raise the alert; one nightly at a time (CANCEL_NEW), so after the first
     failing = _start(stack, "score-accuracy/score-accuracy", params={"report_dir": "/proc/atlas"})
     capsys.readouterr()
-    assert redeployed[0] == "bind-forecasts/bind-forecasts: active (kept)", redeployed
+    assert set(redeployed[:2]) == {"bind-forecasts/bind-forecasts: active (kept)",
+                                   "score-accuracy/score-accuracy: paused (kept)"}, redeployed
     assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "active"
 
     runs = _wait(stack, [*lanes, nightly, failing])
@@ -300,11 +327,102 @@ def test_lane_twice_at_once_nightly_with_shipped_parameters_a_redeploy_and_the_a
     assert published["accuracy-reliability"]["data"].startswith("data:image/png;base64,iVBORw0KGgo")
     assert "mean Brier" in published["accuracy-report"]["data"]
 
+    failure_lines = [line for line in _logs(stack, failing) if line.startswith("Encountered exception")]
+    assert failure_lines and "Traceback (most recent call last)" in failure_lines[0], "an unexpected failure keeps it"
+
     deadline = time.monotonic() + 60
     while not alerts.requests_to("/alert") and time.monotonic() < deadline:
         time.sleep(0.5)
     [alert] = alerts.requests_to("/alert")
     assert "the nightly score failed" in alert.body["text"] and runs[failing]["name"] in alert.body["text"]
+
+
+def _logs(stack, run_id: str) -> list[str]:
+    """A flow run's log lines (its task runs' included), read through the API."""
+    found = _api(stack, "POST", "/logs/filter", logs={"flow_run_id": {"any_": [run_id]}}, sort="TIMESTAMP_ASC").json()
+    return [log["message"] for log in found]
+
+
+def test_an_expected_failure_logs_its_cause_in_one_line(stack, tmp_path):
+    missing = tmp_path / "no-such-corpus.jsonl"
+    failed = _start(stack, "ingest/ingest", path=str(missing))
+    assert _wait(stack, [failed])[failed]["state_type"] == "FAILED"
+    deadline = time.monotonic() + 30   # the run's last lines reach the API a moment after its state
+    logged = _logs(stack, failed)
+    while not any("Flow run failed" in line for line in logged) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        logged = _logs(stack, failed)
+    assert [line for line in logged if "InputError" in line and not line.startswith("Finished in state")] == \
+        [f"Flow run failed: InputError: {missing}: no such file or folder"], logged
+    assert any(line.startswith("Beginning flow run") for line in logged), "INFO lines reach the API"
+    assert not [line for line in logged if "Traceback" in line]
+
+
+def _kill_with_descendants(pid: int) -> None:
+    """SIGKILL a process and everything under it (a worker and the run it started), as a lost machine does."""
+    for victim in with_descendants(pid):
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_without_duplicates(
+        operator, stack, db, shared_data, tmp_path, capsys):
+    corpus = tmp_path / "beir"
+    corpus.mkdir()
+    with open(shared_data / "scifact" / "beir" / "corpus.jsonl", encoding="utf-8") as full:
+        (corpus / "corpus.jsonl").write_text("".join(line for _, line in zip(range(3000), full)), encoding="utf-8")
+    run_id = _start(stack, "ingest/ingest", path=str(corpus), batch_size=100)
+
+    def stored() -> int:
+        with db.connection() as conn:
+            return conn.execute("SELECT count(*) AS n FROM forum.documents d JOIN forum.sources s USING (source_id) "
+                                "WHERE s.name = 'SciFact corpus (S2ORC abstracts)'").fetchone()["n"]
+
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while stored() == 0 and time.monotonic() < deadline:   # a batch committed: the run is past its first heartbeat
+        time.sleep(0.2)
+    worker = stack.pids["worker"]
+    _kill_with_descendants(worker)
+    killed_at = time.monotonic()
+    committed = stored()
+    assert 0 < committed < 3000, committed
+
+    # its heartbeats stopped: the automation sets it Crashed within CRASH_AFTER_S (+ the server's 5 s evaluation
+    # period, + slack for this loaded machine) of the kill
+    deadline = killed_at + CRASH_AFTER_S + 30
+    while (state := _api(stack, "GET", f"/flow_runs/{run_id}").json())["state_type"] == "RUNNING" \
+            and time.monotonic() < deadline:
+        time.sleep(1)
+    crashed_after = time.monotonic() - killed_at
+    with capsys.disabled():   # the figure the README's bound is checked against (`pytest -s` shows it)
+        print(f"\nCrashed {crashed_after:.0f} s after the kill ({committed} documents committed before it)")
+    assert state["state_type"] == "CRASHED", state["state"]
+    assert "no heartbeat" in state["state"]["message"]
+
+    # `ops up` starts only the dead worker, beside the same server
+    capsys.readouterr()
+    assert main(["ops", "up"]) == 0
+    restarted = ops_stack.read_stack(operator.settings)
+    assert restarted.api_url == stack.api_url and restarted.pids["server"] == stack.pids["server"]
+    assert restarted.pids["worker"] != worker and ops_stack.alive(restarted.pids["worker"])
+    assert f"restarted: worker (pid {restarted.pids['worker']}); the server stays at {stack.api_url}" in \
+        capsys.readouterr().out
+    stack.pids["worker"] = restarted.pids["worker"]   # for `ops down` at the end
+
+    # Retry, as the UI's button asks it (AwaitingRetry, not forced)
+    retried = _api(stack, "POST", f"/flow_runs/{run_id}/set_state",
+                   state={"type": "SCHEDULED", "name": "AwaitingRetry", "message": "Retry from the UI"}, force=False)
+    assert retried.json()["status"] == "ACCEPT", retried.json()
+    assert _wait(stack, [run_id])[run_id]["state_type"] == "COMPLETED"
+    summary = {row["measure"]: row["value"] for row in json.loads(_artifacts(stack, run_id)["ingest-summary"]["data"])}
+    assert int(summary["documents_added"]) == 3000 - committed, "the retry resumed after the committed batches"
+    with db.connection() as conn:
+        counts = conn.execute("SELECT count(*) AS rows, count(DISTINCT external_id) AS ids FROM forum.documents d "
+                              "JOIN forum.sources s USING (source_id) "
+                              "WHERE s.name = 'SciFact corpus (S2ORC abstracts)'").fetchone()
+    assert (counts["rows"], counts["ids"]) == (3000, 3000), "no duplicate rows"
 
 
 def test_ops_down_stops_every_process_and_status_says_so(operator, capsys):

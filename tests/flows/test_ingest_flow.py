@@ -182,22 +182,76 @@ def test_reingesting_stored_content_with_a_new_embedder_embeds_it(atlas_env, mon
 
 
 def test_a_write_that_fails_mid_run_is_reported_with_what_was_committed(atlas_env, tmp_path):
-    """Issue 10 (4): batch 2's write fails (a row rewrites its source's importance) while batch 3 is prepared."""
-    from forum_atlas.records import SourceConflictError
-
+    """Issue 10 (4): batch 2's write fails (the database refuses row 15: a trigger this test adds, as a failure
+    no check before the run can see) while batch 3 is prepared."""
     rows = [json.loads(line) for line in open(SAMPLE, encoding="utf-8").read().splitlines()[:30]]
-    rows[14]["source"]["importance"] = 1 if rows[14]["source"]["importance"] != 1 else 2
-    path = tmp_path / "sources.jsonl"
+    with psycopg.connect(atlas_env, autocommit=True) as conn:
+        conn.execute("""CREATE FUNCTION pg_temp_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN RAISE EXCEPTION 'refused by the test: %', NEW.external_id; END $$""")
+        conn.execute("CREATE TRIGGER refuse_row_15 BEFORE INSERT ON forum.documents FOR EACH ROW "
+                     f"WHEN (NEW.external_id = '{rows[14]['id']}') EXECUTE FUNCTION pg_temp_refuse()")
+    path = tmp_path / "refused.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    with pytest.raises(SourceConflictError, match=r"^sources.jsonl:15: source .* is stored with other metadata") as caught:
+    with pytest.raises(psycopg.errors.RaiseException, match=f"refused by the test: {rows[14]['id']}") as caught:
         ingest(str(path), batch_size=10)
     [note] = caught.value.__notes__
-    assert note.startswith("committed before this failure: batches 1–1 of sources.jsonl through line 10 (+10 documents")
+    assert note.startswith("committed before this failure: batches 1–1 of refused.jsonl through line 10 (+10 documents")
     assert "batch 2 (lines 11–20) and everything after it wrote nothing" in note and note.endswith("resumes at batch 2.")
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 10
     runs = _settled_task_runs_of_latest_ingest("write-batch-2")
     assert {"validate-batch-1", "write-batch-1", "validate-batch-3", "write-batch-2"} <= set(runs), sorted(runs)
     assert runs["write-batch-2"] == ("FAILED", 1), "a refused write is not retried (only transient errors are)"
+
+
+def test_a_source_conflict_fails_the_run_before_any_chunking_and_leaves_no_task_running(atlas_env, shared_data,
+                                                                                         tmp_path):
+    """Issue 24 (6): rows that state their source differently from each other, or from the store (the sector an
+    earlier sample did not state), fail the run in its check, before any batch is loaded, chunked or embedded."""
+    from forum_atlas.records import SourceConflictError
+
+    rows = [json.loads(line) for line in open(SAMPLE, encoding="utf-8").read().splitlines()[:30]]
+    rows[14]["source"]["importance"] = 1 if rows[14]["source"]["importance"] != 1 else 2
+    disagreeing = tmp_path / "sources.jsonl"
+    disagreeing.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    with pytest.raises(SourceConflictError, match=r"^sources.jsonl:15: source .* this input says importance"):
+        ingest(str(disagreeing), batch_size=10)
+    runs = _settled_task_runs_of_latest_ingest("check-input")
+    assert runs == {"check-input": ("FAILED", 1)}, "nothing loaded, chunked or embedded; no task left running"
+    assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 0
+
+    # the earlier sample: its source stated no sector, so the store has it as "general"
+    for row in rows:
+        del row["source"]["sector"]
+    earlier = tmp_path / "earlier_sample.jsonl"
+    earlier.write_text("\n".join(json.dumps(r) for r in rows[:10]) + "\n", encoding="utf-8")
+    ingest(str(earlier))
+    chunks = _count(atlas_env, "SELECT count(*) FROM forum.chunks")
+    with pytest.raises(SourceConflictError, match=r"sector 'biomedical' \(stored: 'general'\)"):
+        ingest(_beir_subset(shared_data, tmp_path))
+    runs = _settled_task_runs_of_latest_ingest("check-input")
+    assert runs == {"check-input": ("FAILED", 1)}, "nothing loaded, chunked or embedded; no task left running"
+    assert _count(atlas_env, "SELECT count(*) FROM forum.chunks") == chunks
+
+
+def test_the_bundled_sample_and_the_shared_beir_corpus_state_one_source(atlas_env, shared_data, tmp_path):
+    """Issue 24 (6): the sample's SciFact source is the BEIR corpus's, sector included: either loads after the other."""
+    from forum_atlas.records import SCIFACT_SOURCE, scan_input
+
+    assert {name: stated for name, (_, stated) in scan_input(SAMPLE, "jsonl").sources.items()} == \
+        {SCIFACT_SOURCE.name: SCIFACT_SOURCE}
+    assert ingest(SAMPLE, batch_size=64)["documents_added"] == 200
+    assert ingest(_beir_subset(shared_data, tmp_path))["rows"] == 40
+    assert _count(atlas_env, "SELECT count(*) FROM forum.sources") == 1
+    assert _count(atlas_env, "SELECT sector FROM forum.sources") == "biomedical"
+
+
+def _beir_subset(shared_data, tmp_path, rows: int = 40) -> str:
+    """A BEIR folder of the shared SciFact corpus's first `rows` lines."""
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    with open(shared_data / "scifact" / "beir" / "corpus.jsonl", encoding="utf-8") as corpus:
+        (beir / "corpus.jsonl").write_text("".join(line for _, line in zip(range(rows), corpus)), encoding="utf-8")
+    return str(beir)
 
 
 def _settled_task_runs_of_latest_ingest(name: str, within_s: float = 30.0) -> dict[str, tuple[str, int]]:

@@ -1,10 +1,12 @@
 """Issue 13 (3, 4): provider keys come from the providers block's Secret fields or from a Secret block picked in
 the run form — and a planted key reaches the provider, and nothing else: not Prefect's logs, artifacts, runs
 (their parameters included) or stored block documents, not the database (the evidence snapshots included), not
-an exception's text."""
+an exception's text. The runs log at INFO here, as deployments and the CLI do, so the logs searched hold every line
+the runs sent (a refused key's failure among them)."""
 
 import asyncio
 import json
+import logging
 import traceback
 from pathlib import Path
 
@@ -23,6 +25,29 @@ def _corpus(path: Path, start: int, rows: int) -> str:
     lines = data_file("sample", "scifact_sample.jsonl").read_text(encoding="utf-8").splitlines(True)
     path.write_text("".join(lines[start:start + rows]), encoding="utf-8")
     return str(path)
+
+
+@pytest.fixture
+def runs_log_at_info():
+    """The session's Prefect logs at WARNING (conftest); these runs log at INFO, Prefect's own default."""
+    import prefect.main  # noqa: F401 — its import configures Prefect's logging: now, not after this fixture
+    prefect_logger = logging.getLogger("prefect")
+    level = prefect_logger.level
+    prefect_logger.setLevel(logging.INFO)
+    yield
+    prefect_logger.setLevel(level)
+
+
+async def _run_logs(flow_run_ids: list) -> list[str]:
+    """The log lines of these flow runs (their task runs' included), read through the API once it has them all."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
+
+    await APILogHandler.aflush()
+    async with get_client() as client:
+        logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=flow_run_ids)))
+    return [log.message for log in logs]
 
 
 async def _prefect_records(block_name: str, block_type: str) -> list[str]:
@@ -65,7 +90,8 @@ def _leaks(database_url: str, block_name: str, block_type: str,
     return {where: [text[:200] for text in texts if PLANTED in text] for where, texts in places.items()}
 
 
-def test_a_planted_provider_key_reaches_the_provider_and_nowhere_else(prefect_env, database_url, monkeypatch, tmp_path):
+def test_a_planted_provider_key_reaches_the_provider_and_nowhere_else(prefect_env, database_url, monkeypatch, tmp_path,
+                                                                      runs_log_at_info):
     from forum_atlas.blocks.providers import AtlasProviders
     from forum_atlas.flows.ingest import ingest
 
@@ -76,11 +102,20 @@ def test_a_planted_provider_key_reaches_the_provider_and_nowhere_else(prefect_en
     with WireServer() as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         srv.always(PATH, FakeEmbeddingAPI(1536))
-        summary = ingest(_corpus(tmp_path / "a.jsonl", 0, 5), providers_block=AtlasProviders.load("planted"))
+        stored = ingest(_corpus(tmp_path / "a.jsonl", 0, 5), providers_block=AtlasProviders.load("planted"),
+                        return_state=True)
         srv.always(PATH, Reply(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
                                                "code": "invalid_api_key"}}))
-        with pytest.raises(Exception) as caught:   # the provider refuses the key: the failure path too
-            ingest(_corpus(tmp_path / "b.jsonl", 5, 5), providers_block=AtlasProviders.load("planted"))
+        # the provider refuses the key: the failure path too
+        refused = ingest(_corpus(tmp_path / "b.jsonl", 5, 5), providers_block=AtlasProviders.load("planted"),
+                         return_state=True)
+    summary = stored.result()
+    with pytest.raises(Exception) as caught:
+        refused.result()
+    logged = asyncio.run(_run_logs([stored.state_details.flow_run_id, refused.state_details.flow_run_id]))
+    assert any(line.startswith("ingested 5 rows") for line in logged), "INFO lines reach the API"
+    [cause] = [line for line in logged if line.startswith("Task run failed:")]
+    assert "401" in cause or "key" in cause.lower(), cause
     assert summary["embedder"].startswith("openai/") and summary["embeddings_added"] > 0
     sent = srv.requests_to(PATH)
     assert sent and {r.headers["authorization"] for r in sent} == {f"Bearer {PLANTED}"}, "the key came from the block"
