@@ -246,7 +246,11 @@ class _OrderedWrites:
             self.at = (number, raw)
             batch = prepared.result()
         except BaseException:
-            self._prepared.clear()   # a batch failed: none after it may be written
+            # A batch failed: none after it may be written. Their prepare tasks are let finish, so the
+            # failed run shows no task as still running.
+            for later in (prepared, *(future for _, _, future in self._prepared)):
+                later.wait()
+            self._prepared.clear()
             raise
         self._writing = (number, raw, batch, self._writer.submit(
             write_batch, {"settings": self.settings, "batch": batch, "run_id": self.run_id}))

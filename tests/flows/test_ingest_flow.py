@@ -198,9 +198,11 @@ def test_a_write_that_fails_mid_run_is_reported_with_what_was_committed(atlas_en
     assert note.startswith("committed before this failure: batches 1–1 of refused.jsonl through line 10 (+10 documents")
     assert "batch 2 (lines 11–20) and everything after it wrote nothing" in note and note.endswith("resumes at batch 2.")
     assert _count(atlas_env, "SELECT count(*) FROM forum.documents") == 10
-    runs = _settled_task_runs_of_latest_ingest("write-batch-2")
+    runs = _settled_task_runs_of_latest_ingest("write-batch-2", "prepare-batch-3")
     assert {"validate-batch-1", "write-batch-1", "validate-batch-3", "write-batch-2"} <= set(runs), sorted(runs)
     assert runs["write-batch-2"] == ("FAILED", 1), "a refused write is not retried (only transient errors are)"
+    assert runs["prepare-batch-3"][0] == "COMPLETED", "batch 3 was being prepared: the run lets it finish"
+    assert not [name for name, (state, _) in runs.items() if state in ("PENDING", "RUNNING")], runs
 
 
 def test_a_source_conflict_fails_the_run_before_any_chunking_and_leaves_no_task_running(atlas_env, shared_data,
@@ -254,13 +256,14 @@ def _beir_subset(shared_data, tmp_path, rows: int = 40) -> str:
     return str(beir)
 
 
-def _settled_task_runs_of_latest_ingest(name: str, within_s: float = 30.0) -> dict[str, tuple[str, int]]:
+def _settled_task_runs_of_latest_ingest(*names: str, within_s: float = 30.0) -> dict[str, tuple[str, int]]:
     """The API records task-run states from the client's events, a moment after they happen (longer
-    under load): read again until `name` has left RUNNING."""
+    under load): read again until every one of `names` has left RUNNING."""
     deadline = time.monotonic() + within_s
     while True:
         runs = asyncio.run(_task_runs_of_latest_ingest())
-        if runs.get(name, ("RUNNING",))[0] not in ("PENDING", "RUNNING") or time.monotonic() > deadline:
+        if all(runs.get(name, ("RUNNING",))[0] not in ("PENDING", "RUNNING") for name in names) \
+                or time.monotonic() > deadline:
             return runs
         time.sleep(0.25)
 
