@@ -77,6 +77,16 @@ def test_a_file_whose_only_fault_is_a_lone_surrogate_is_refused_at_file_line(atl
     assert _count(atlas_env) == 0
 
 
+def test_deep_nesting_is_refused_at_file_line_and_nothing_is_written(atlas_env, tmp_path):
+    from forum_atlas.records import MAX_JSON_DEPTH, InputError
+
+    path = _write(tmp_path / "deep.jsonl", [_good(1)])
+    path.write_text(path.read_text() + "[" * 100_000 + "\n")
+    with pytest.raises(InputError, match=rf"deep\.jsonl:2: JSON nested more than {MAX_JSON_DEPTH} levels deep"):
+        ingest(str(path))
+    assert _count(atlas_env) == 0
+
+
 @pytest.mark.parametrize("batch_size", [1, 1000])
 def test_an_id_repeated_across_batches_is_refused_whatever_the_batch_size(atlas_env, tmp_path, batch_size):
     rows = [_good(n) for n in range(1, 6)]
