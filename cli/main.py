@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from forum_atlas.cli import commands
+from forum_atlas.cli.output import TerminalSafeStream, terminal_safe
 
 
 def _prefect_defaults(verbose: bool) -> None:
@@ -39,9 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    argv = sys.argv[1:] if argv is None else argv
+    if problem := _undecodable_argument(argv):
+        print(f"atlas: error: {problem}", file=sys.stderr)
+        return 2   # argparse's status for a bad command line
     args = build_parser().parse_args(argv)
     _prefect_defaults(args.verbose)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    stdout, sys.stdout = sys.stdout, TerminalSafeStream(sys.stdout)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
@@ -49,8 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a clear one-line error for humans; --verbose shows the traceback
         if args.verbose:
             raise
-        print(f"atlas: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"atlas: error: {terminal_safe(_one_line(exc))}", file=sys.stderr)
         return 1
+    finally:
+        sys.stdout = stdout
+
+
+def _undecodable_argument(argv: list[str]) -> str | None:
+    """What is wrong with the first argument that is not UTF-8 (Python keeps its bytes as lone surrogates,
+    which nothing downstream can encode), or None."""
+    for position, arg in enumerate(argv, start=1):
+        if any("\udc80" <= ch <= "\udcff" for ch in arg):
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return f'argument {position} ("{terminal_safe(shown)}") is not valid UTF-8; give it as UTF-8 text'
+    return None
 
 
 def _one_line(exc: Exception) -> str:
