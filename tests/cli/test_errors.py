@@ -66,3 +66,24 @@ def test_an_empty_or_blank_input_file_fails_in_one_line_and_records_nothing(tmp_
     finally:
         del os.environ["ATLAS_DATABASE_URL"]
     assert events() == before
+
+
+def test_an_unusable_data_dir_is_refused_in_one_line(tmp_path):
+    """A file gave "[Errno 17] File exists"; a space gave 116 lines of pg_ctl output (the path reaches
+    pg_ctl's shell unquoted). Nothing is created or started for either."""
+    (tmp_path / "file").write_text("")
+    expected = {
+        tmp_path / "file": f"the data directory {tmp_path / 'file'} is a file, not a directory",
+        tmp_path / "file" / "sub": f"the data directory {tmp_path / 'file' / 'sub'} cannot be created: "
+                                   f"{tmp_path / 'file'} is a file, not a directory",
+        tmp_path / "with space": f"the data directory '{tmp_path / 'with space'}' contains a space, which the "
+                                 "embedded PostgreSQL cannot start from",
+    }
+    for data_dir, message in expected.items():
+        env = {k: v for k, v in os.environ.items() if k != "ATLAS_DATABASE_URL"}
+        done = subprocess.run([sys.executable, "-m", "forum_atlas.cli.main", "db", "status"], capture_output=True,
+                              text=True, env={**env, "ATLAS_DATA_DIR": str(data_dir)}, timeout=120)
+        assert done.returncode == 1
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(f"atlas: error: {message}") and "ATLAS_DATA_DIR" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
