@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +29,12 @@ Format = Literal["jsonl", "folder", "beir"]
 # A batch of documents holds at most this many bytes of files, however many files `batch_size` allows:
 # memory follows the batch, not the folder.
 MAX_DOCUMENT_BATCH_BYTES = 64 * 1024 * 1024
+
+# Deepest nesting of arrays and objects a JSON line may have. A record is an object holding at most a source
+# object; Python's parser recurses per level and dies near its recursion limit ("maximum recursion depth").
+MAX_JSON_DEPTH = 100
+# A JSON string (skipped whole: brackets inside text do not nest), or a bracket.
+_JSON_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 # The columns every raw row carries, whatever its format.
 COLUMNS = (
@@ -119,6 +126,34 @@ def _decode(data: bytes, where: str) -> str:
         return decode_utf8(data, where)
     except DocumentError as exc:
         raise InputError(str(exc)) from None
+
+
+def _nesting_exceeds(text: str, limit: int) -> bool:
+    """Whether the JSON in `text` nests arrays and objects more than `limit` levels deep."""
+    if text.count("[") + text.count("{") <= limit:
+        return False   # the common case, decided without a scan
+    depth = 0
+    for token in _JSON_STRING_OR_BRACKET.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif bracket in "]}":
+            depth -= 1
+    return False
+
+
+def parse_json_line(raw: bytes, where: str) -> Any:
+    """The JSON value of one input line, or an InputError that names `where` (file:line) and the reason."""
+    text = _decode(raw, where)
+    if _nesting_exceeds(text, MAX_JSON_DEPTH):
+        raise InputError(f"{where}: JSON nested more than {MAX_JSON_DEPTH} levels deep (arrays and objects within "
+                         f"each other); {MAX_JSON_DEPTH} is the most a line may have")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
 
 
 def _source_columns(source: SourceInfo | dict[str, Any] | None, default: SourceInfo | None) -> dict[str, Any]:
@@ -233,7 +268,18 @@ def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000) -> Iterator[Raw
         raise InputError(f"unknown format {fmt!r}: choose jsonl, folder or beir")
     if path.is_dir():
         path = path / "corpus.jsonl"
+    if path.is_file() and not _has_content(path):
+        raise InputError(f"{path}: the file is empty or holds only whitespace; there is nothing to ingest")
     return _iter_jsonl(path, fmt, batch_size)
+
+
+def _has_content(path: Path, block: int = 1 << 20) -> bool:
+    """Whether the file holds anything but whitespace (read until the first byte that is not)."""
+    with path.open("rb") as handle:
+        while data := handle.read(block):
+            if data.strip():
+                return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -309,10 +355,7 @@ def load_rows(batch: RawBatch, source: SourceInfo | None = None) -> list[dict[st
 
 
 def _parse_line(raw: bytes, where: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(_decode(raw, where))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    obj = parse_json_line(raw, where)
     if not isinstance(obj, dict):
         raise InputError(f"{where}: each line must be a JSON object")
     return obj
@@ -379,9 +422,10 @@ def detect_format(path: Path) -> Format:
     if not head.lstrip().startswith(b"{") and path.suffix.lower() not in (".jsonl", ".json"):
         return "folder"
     try:
-        return "beir" if "_id" in json.loads(head.split(b"\n", 1)[0]) else "jsonl"
-    except (ValueError, TypeError):
+        first = parse_json_line(head.split(b"\n", 1)[0], f"{path.name}:1")
+    except InputError:
         return "jsonl"
+    return "beir" if isinstance(first, dict) and "_id" in first else "jsonl"
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -46,6 +46,10 @@ _DERIVED = {"content_bytes": "text", "published_at_utc": "published_at"}
 # expectation and batch, whatever the data: one expectation over all text columns instead of one per
 # column makes validation twice as fast): a failure is reported under each input column at fault.
 _NON_TEXT, _SCANNED = "first_non_text_value", "text_columns_joined"
+# The columns of a row that hold a lone surrogate (None: none). great-expectations fingerprints each batch
+# by hashing its frame as UTF-8, so no frame cell may hold a surrogate: they are replaced there by U+FFFD,
+# found by this column instead, and reported with the row's value as read.
+_SURROGATES = "columns_with_lone_surrogates"
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,9 @@ class BatchValidationError(ValueError):
 
 
 def _shown(value: Any, *, bare: bool = False, limit: int = 80) -> str:
-    """A value for a message: repr (or str), cut short so a 10 MB text never lands in a report."""
-    text = str(value) if bare and isinstance(value, str) else repr(value)
+    """A value for a message: repr (or str, unless it holds a lone surrogate, which cannot be printed),
+    cut short so a 10 MB text never lands in a report."""
+    text = str(value) if bare and isinstance(value, str) and not _SURROGATE.search(value) else repr(value)
     if len(text) > limit:
         size = f"{len(value):,} chars" if isinstance(value, str) else type(value).__name__
         text = f"{text[:limit]}… ({size})"
@@ -174,7 +179,7 @@ def _build_suites() -> tuple[Any, Any, Any]:
         e.ExpectColumnValuesToMatchRegex(column="source_url", regex=URL_PATTERN),
         e.ExpectColumnValuesToBeOfType(column=_NON_TEXT, type_="str"),
         e.ExpectColumnValuesToNotMatchRegex(column=_SCANNED, regex=NUL_PATTERN),
-        e.ExpectColumnValuesToNotMatchRegex(column=_SCANNED, regex=SURROGATE_PATTERN),
+        e.ExpectColumnValuesToBeNull(column=_SURROGATES),
         e.ExpectColumnValuesToBeBetween(column="content_bytes", min_value=0, max_value={"$PARAMETER": "max_record_bytes"}),
         e.ExpectColumnValuesToBeBetween(column="published_at_utc", max_value={"$PARAMETER": "latest_published_at"}),
     ):
@@ -212,30 +217,39 @@ def _scanned_text(row: dict[str, Any], column: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _at_fault(row: dict[str, Any], derived: str, regex: str | None) -> list[str]:
+def _at_fault(row: dict[str, Any], derived: str) -> list[str]:
     """The input columns of `row` that failed an expectation on a derived multi-column column."""
     if derived == _NON_TEXT:
         return [c for c in STRING_COLUMNS if row.get(c) is not None and not isinstance(row.get(c), str)]
-    pattern = _NUL if regex == NUL_PATTERN else _SURROGATE
+    pattern = _NUL if derived == _SCANNED else _SURROGATE
     return [c for c in SCANNED_COLUMNS if (text := _scanned_text(row, c)) is not None and pattern.search(text)]
+
+
+def _hashable(value: Any) -> Any:
+    """A frame cell great-expectations can fingerprint: lone surrogates replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def _frame(rows: list[dict[str, Any]]):
     import pandas as pd
 
-    # Values exactly as read (object dtype, so a number or an object where text belongs stays one and
-    # is named by the type check); missing stays missing.
-    frame = pd.DataFrame({c: pd.Series([r.get(c) for r in rows], dtype=object) for c in STRING_COLUMNS})
-    frame["published_at"] = pd.Series([_scanned_text(r, "published_at") for r in rows], dtype=object)
-    frame[_NON_TEXT] = pd.Series([next((v for c in STRING_COLUMNS if (v := r.get(c)) is not None and not isinstance(v, str)),
-                                       None) for r in rows], dtype=object)
-    # \x1f between columns: neither pattern can match across a boundary
-    frame[_SCANNED] = pd.Series(["\x1f".join(t for c in SCANNED_COLUMNS if (t := _scanned_text(r, c)) is not None)
-                                 for r in rows], dtype=object)
-    for column in ("source_importance", "source_quality"):
-        frame[column] = pd.Series([r.get(column) for r in rows], dtype=object)
-    frame["content_bytes"] = pd.Series([_content_bytes(r) for r in rows], dtype=object)
-    frame["published_at_utc"] = pd.Series([_published_utc(r.get("published_at")) for r in rows], dtype=object)
+    def column(values: list[Any]) -> Any:
+        return pd.Series([_hashable(v) for v in values], dtype=object)
+
+    # Values as read (object dtype, so a number or an object where text belongs stays one and is named
+    # by the type check); missing stays missing.
+    frame = pd.DataFrame({c: column([r.get(c) for r in rows]) for c in STRING_COLUMNS})
+    frame["published_at"] = column([_scanned_text(r, "published_at") for r in rows])
+    frame[_NON_TEXT] = column([next((v for c in STRING_COLUMNS if (v := r.get(c)) is not None and not isinstance(v, str)),
+                                    None) for r in rows])
+    # \x1f between columns: the pattern cannot match across a boundary
+    frame[_SCANNED] = column(["\x1f".join(t for c in SCANNED_COLUMNS if (t := _scanned_text(r, c)) is not None)
+                              for r in rows])
+    frame[_SURROGATES] = column([", ".join(_at_fault(r, _SURROGATES)) or None for r in rows])
+    for name in ("source_importance", "source_quality"):
+        frame[name] = column([r.get(name) for r in rows])
+    frame["content_bytes"] = column([_content_bytes(r) for r in rows])
+    frame["published_at_utc"] = column([_published_utc(r.get("published_at")) for r in rows])
     return frame
 
 
@@ -252,11 +266,11 @@ def _validate(batch_definition: Any, suite: Any, frame: Any, parameters: dict[st
 def _detail(expectation: str, kwargs: dict, value: Any, limits: dict[str, Any]) -> str:
     if expectation == "expect_column_values_to_be_of_type":
         return f"a JSON {type(value).__name__} where text is required"
-    if expectation == "expect_column_values_to_not_match_regex" and isinstance(value, str):
-        found = (_NUL if kwargs.get("regex") == NUL_PATTERN else _SURROGATE).search(value)
+    if kwargs.get("column") in (_SCANNED, _SURROGATES) and isinstance(value, str):
+        found = (_NUL if kwargs["column"] == _SCANNED else _SURROGATE).search(value)
         if found is None:
             return ""
-        if kwargs.get("regex") == NUL_PATTERN:
+        if kwargs["column"] == _SCANNED:
             return f"NUL character at position {found.start()}; PostgreSQL text cannot store it"
         return f"lone surrogate U+{ord(found.group()):04X} at position {found.start()}; not encodable as UTF-8"
     if kwargs.get("column") == "content_bytes":
@@ -294,8 +308,8 @@ def validate_rows(rows: list[dict[str, Any]], *, max_record_bytes: int = DEFAULT
             indexes = list(range(len(rows)))
         for index in indexes:
             row = rows[int(index)]
-            if column in (_NON_TEXT, _SCANNED):
-                shown = _at_fault(row, column, config.kwargs.get("regex"))
+            if column in (_NON_TEXT, _SCANNED, _SURROGATES):
+                shown = _at_fault(row, column)
             else:
                 shown = [_DERIVED.get(column, column)]
             for shown_column in shown:
@@ -316,7 +330,10 @@ def validate_unique_ids(entries: list[tuple[str, Any]]) -> ValidationReport:
     import pandas as pd
 
     batch_definition, _, suite = _suites()
-    frame = pd.DataFrame({"external_id": pd.Series([e[1] for e in entries], dtype=object)})
+    # An id with a lone surrogate as its UTF-8 bytes (surrogatepass): hashable, and unequal to any other id.
+    frame = pd.DataFrame({"external_id": pd.Series(
+        [i.encode("utf-8", "surrogatepass") if isinstance(i, str) and _SURROGATE.search(i) else i for _, i in entries],
+        dtype=object)})
     result = _validate(batch_definition, suite, frame)
     report = ValidationReport(rows=len(entries), expectations=len(suite.expectations), scope="run")
     where: dict[str, list[str]] = defaultdict(list)

@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from forum_atlas.cli import commands
+from forum_atlas.cli.output import TerminalSafeStream, terminal_safe
 from forum_atlas.failures import is_expected, one_line
 
 # Prefect's logging configuration, overridden by environment: the level of its terminal handler
@@ -62,9 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    argv = sys.argv[1:] if argv is None else argv
+    if problem := _undecodable_argument(argv):
+        print(f"atlas: error: {problem}", file=sys.stderr)
+        return 2   # argparse's status for a bad command line
     args = build_parser().parse_args(argv)
     _prefect_defaults(args.verbose)
     _project_log(args.verbose)
+    stdout, sys.stdout = sys.stdout, TerminalSafeStream(sys.stdout)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
@@ -72,8 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a clear one-line error for humans; --verbose shows an unexpected one's traceback
         if args.verbose and not is_expected(exc):
             raise
-        print(f"atlas: error: {one_line(exc)}", file=sys.stderr)
+        print(f"atlas: error: {terminal_safe(one_line(exc))}", file=sys.stderr)
         return 1
+    finally:
+        sys.stdout = stdout
+
+
+def _undecodable_argument(argv: list[str]) -> str | None:
+    """What is wrong with the first argument that is not UTF-8 (Python keeps its bytes as lone surrogates,
+    which nothing downstream can encode), or None."""
+    for position, arg in enumerate(argv, start=1):
+        if any("\udc80" <= ch <= "\udcff" for ch in arg):
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return f'argument {position} ("{terminal_safe(shown)}") is not valid UTF-8; give it as UTF-8 text'
+    return None
 
 
 if __name__ == "__main__":

@@ -1,10 +1,37 @@
-"""Plain-text tables for the terminal, and the argument types commands share."""
+"""Plain-text tables for the terminal, the argument types commands share, and the stream that keeps
+control characters of user and source text off the terminal."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
+from typing import TextIO
+
+# C0 controls but tab and newline (ESC opens escape sequences, BEL rings, CR overwrites the line), DEL, C1
+# controls (0x9B is a one-byte ESC [), and the bidirectional overrides that reorder what is shown.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` without the characters that would drive the terminal instead of being shown."""
+    return _TERMINAL_CONTROLS.sub("", text)
+
+
+class TerminalSafeStream:
+    """Standard output for a command: questions, titles, passages and briefs come from users and sources,
+    and whatever a command prints passes here, so none of them can drive the terminal."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_safe(text))
+        return len(text)
+
+    def __getattr__(self, name: str):   # flush, isatty, encoding, fileno: the wrapped stream's
+        return getattr(self._stream, name)
 
 
 def instant(text: str) -> datetime:

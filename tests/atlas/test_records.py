@@ -5,6 +5,7 @@ import pytest
 from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.ingestion import plan_chunks
 from forum_atlas.records import (
+    MAX_JSON_DEPTH,
     InputError,
     Record,
     SourceInfo,
@@ -97,6 +98,36 @@ def test_invalid_utf8_and_bad_json_lines_name_the_line(tmp_path):
     path.write_text('["not", "an", "object"]\n')
     with pytest.raises(InputError, match="JSON object"):
         _rows(path, "jsonl")
+
+
+def test_deep_nesting_is_refused_at_file_line_with_the_bound(tmp_path):
+    """100,000 levels used to end in "maximum recursion depth exceeded" from the JSON parser."""
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "1", "text": "ok"}\n' + "[" * 100_000 + "\n")
+    assert detect_format(path) == "jsonl" and scan_ids(path, "jsonl") == [("deep.jsonl:1", "1")]
+    with pytest.raises(InputError, match=rf"^deep\.jsonl:2: JSON nested more than {MAX_JSON_DEPTH} levels deep"):
+        _rows(path, "jsonl")
+
+    def nested(depth):
+        return "[" * depth + "]" * depth
+
+    path.write_text(json.dumps({"id": "1", "text": "ok"})[:-1] + f', "meta": {nested(MAX_JSON_DEPTH - 1)}}}\n')
+    assert len(_rows(path, "jsonl")) == 1, "the bound itself is allowed"
+    path.write_text(json.dumps({"id": "1", "text": "ok"})[:-1] + f', "meta": {nested(MAX_JSON_DEPTH)}}}\n')
+    with pytest.raises(InputError, match="levels deep"):
+        _rows(path, "jsonl")
+    # brackets inside text are characters, not nesting
+    path.write_text(json.dumps({"id": "1", "text": "[{" * 50_000 + '\\"]}'}) + "\n")
+    assert len(_rows(path, "jsonl")) == 1
+
+
+@pytest.mark.parametrize("content", ["", " \n\n\t \r\n"])
+def test_an_empty_or_blank_file_is_refused(tmp_path, content):
+    path = tmp_path / "blank.jsonl"
+    path.write_text(content)
+    for fmt in ("jsonl", "beir"):
+        with pytest.raises(InputError, match=r"blank\.jsonl: the file is empty or holds only whitespace"):
+            iter_raw(path, fmt)
 
 
 def test_missing_input_and_folder_without_source(tmp_path):

@@ -38,6 +38,17 @@ def test_ask_prints_the_brief_and_writes_a_page(asked):
     assert "<mark>" in page and f"atlas verify {brief_id}" in page
 
 
+def test_ask_prints_no_control_characters_of_the_question(prefect_env, db, database_url, tmp_path, monkeypatch,
+                                                          capsys):
+    monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
+    monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
+    ingest(db, [record("trial", TRIAL, title="Vitamin D and hip fracture", sector="health")])
+    assert main(["ask", "Does vitamin D\x1b[2J reduce hip fracture risk?\x07\x9b"]) == 0
+    out = capsys.readouterr().out
+    assert "Does vitamin D[2J reduce hip fracture risk?" in out
+    assert not {"\x1b", "\x07", "\x9b"} & set(out)
+
+
 def test_show_and_verify_run_without_prefect_and_catch_tampering(asked, database_url, tmp_path, db):
     brief_id = asked[0]
     shown = run_cli_without_prefect(database_url, tmp_path, "brief", "show", str(brief_id), "--json")

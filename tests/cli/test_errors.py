@@ -56,3 +56,48 @@ def test_the_one_line_error_carries_the_notes_of_what_a_failure_left_behind():
     error.add_note("committed before this failure: batches 1–1 of a.jsonl through line 10 (+10 documents, …).")
     assert one_line(error) == ("batch 2: rows that failed validation | row | problem | committed before this failure: "
                                 "batches 1–1 of a.jsonl through line 10 (+10 documents, …).")
+
+
+def test_an_empty_or_blank_input_file_fails_in_one_line_and_records_nothing(tmp_path, database_url):
+    """It used to exit 0 with "rows 0" and append an ingest event to the audit log."""
+    import psycopg
+
+    def events():
+        with psycopg.connect(database_url) as conn:
+            return conn.execute("SELECT count(*) FROM forum.events").fetchone()[0]
+
+    before = events()
+    os.environ["ATLAS_DATABASE_URL"] = database_url
+    try:
+        for name, content in (("empty.jsonl", ""), ("blank.jsonl", "  \n\t\n\n")):
+            (tmp_path / name).write_text(content)
+            done = atlas(tmp_path, "ingest", str(tmp_path / name))
+            assert done.returncode == 1, done.stdout
+            # (the temporary Prefect server may log its own shutdown around it: not this check's concern)
+            assert (f"atlas: error: {tmp_path / name}: the file is empty or holds only whitespace; there is nothing "
+                    "to ingest") in done.stderr.splitlines(), done.stderr
+            assert "Traceback" not in done.stderr
+    finally:
+        del os.environ["ATLAS_DATABASE_URL"]
+    assert events() == before
+
+
+def test_an_unusable_data_dir_is_refused_in_one_line(tmp_path):
+    """A file gave "[Errno 17] File exists"; a space gave 116 lines of pg_ctl output (the path reaches
+    pg_ctl's shell unquoted). Nothing is created or started for either."""
+    (tmp_path / "file").write_text("")
+    expected = {
+        tmp_path / "file": f"the data directory {tmp_path / 'file'} is a file, not a directory",
+        tmp_path / "file" / "sub": f"the data directory {tmp_path / 'file' / 'sub'} cannot be created: "
+                                   f"{tmp_path / 'file'} is a file, not a directory",
+        tmp_path / "with space": f"the data directory '{tmp_path / 'with space'}' contains a space, which the "
+                                 "embedded PostgreSQL cannot start from",
+    }
+    for data_dir, message in expected.items():
+        env = {k: v for k, v in os.environ.items() if k != "ATLAS_DATABASE_URL"}
+        done = subprocess.run([sys.executable, "-m", "forum_atlas.cli.main", "db", "status"], capture_output=True,
+                              text=True, env={**env, "ATLAS_DATA_DIR": str(data_dir)}, timeout=120)
+        assert done.returncode == 1
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(f"atlas: error: {message}") and "ATLAS_DATA_DIR" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -34,3 +34,21 @@ def test_search_bad_input_is_a_one_line_error(db, database_url, tmp_path):
     assert "Traceback" not in sector.stderr
     future = run_cli_without_prefect(database_url, tmp_path, "search", "insulin", "--since", "2999-01-01")
     assert future.returncode == 0 and "no sources: the recency window starts in the future" in future.stdout
+
+
+def test_search_prints_no_control_characters_from_source_text(db, database_url, tmp_path):
+    """ESC, BEL and CR in a stored title or passage reach stdout as nothing: they would drive the terminal."""
+    import re
+
+    ingest(db, [record("a", "Insulin \x1b[2J resistance\x07 in muscle.\r", title="Muscle \x1b]0;owned\x07insulin",
+                       sector="health")])
+    done = run_cli_without_prefect(database_url, tmp_path, "search", "insulin resistance \x1b[31m")
+    assert done.returncode == 0, done.stderr
+    assert "Muscle ]0;ownedinsulin" in done.stdout and "Insulin [2J resistance in muscle." in done.stdout
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", done.stdout)
+
+
+def test_an_argument_that_is_not_utf8_is_a_one_line_error(database_url, tmp_path):
+    done = run_cli_without_prefect(database_url, tmp_path, "search", b"caf\xe9")
+    assert done.returncode == 2
+    assert done.stderr.strip() == 'atlas: error: argument 2 ("caf\\xe9") is not valid UTF-8; give it as UTF-8 text'

@@ -56,7 +56,7 @@ def test_the_reported_rows_fail_at_validation_with_file_line_and_nothing_is_writ
         ("bad.jsonl:2", "expect_column_values_to_be_of_type", "text"),
         ("bad.jsonl:3", "expect_column_values_to_be_of_type", "title"),
         ("bad.jsonl:4", "expect_column_values_to_not_match_regex", "text"),
-        ("bad.jsonl:5", "expect_column_values_to_not_match_regex", "text"),
+        ("bad.jsonl:5", "expect_column_values_to_be_null", "text"),
         ("bad.jsonl:6", "expect_column_values_to_be_between", "published_at"),
         ("bad.jsonl:7", "expect_column_values_to_be_between", "published_at"),
     }
@@ -64,6 +64,27 @@ def test_the_reported_rows_fail_at_validation_with_file_line_and_nothing_is_writ
     assert "NUL character" in message and "lone surrogate U+D800" in message
     assert "more than 1 day after the run's start" in message
     assert _count(atlas_env) == 0 and _count(atlas_env, "SELECT count(*) FROM forum.chunks") == 0
+
+
+def test_a_file_whose_only_fault_is_a_lone_surrogate_is_refused_at_file_line(atlas_env, tmp_path):
+    path = _write(tmp_path / "surrogate.jsonl", [_good(1), {**_good(2), "title": "a \ud800 title"}, _good(3)])
+    assert "\\ud800" in path.read_text()   # the JSON escape, as a user's file carries it
+    with pytest.raises(BatchValidationError) as caught:
+        ingest(str(path))
+    [failure] = caught.value.report.failures
+    assert (failure.origin, failure.column) == ("surrogate.jsonl:2", "title")
+    assert "lone surrogate U+D800 at position 2; not encodable as UTF-8" in str(caught.value)
+    assert _count(atlas_env) == 0
+
+
+def test_deep_nesting_is_refused_at_file_line_and_nothing_is_written(atlas_env, tmp_path):
+    from forum_atlas.records import MAX_JSON_DEPTH, InputError
+
+    path = _write(tmp_path / "deep.jsonl", [_good(1)])
+    path.write_text(path.read_text() + "[" * 100_000 + "\n")
+    with pytest.raises(InputError, match=rf"deep\.jsonl:2: JSON nested more than {MAX_JSON_DEPTH} levels deep"):
+        ingest(str(path))
+    assert _count(atlas_env) == 0
 
 
 @pytest.mark.parametrize("batch_size", [1, 1000])
