@@ -108,6 +108,18 @@ def test_the_long_thesis(read_all):
     assert len(thesis.sections) > 20 and thesis.page_starts == sorted(thesis.page_starts)
 
 
+def test_a_file_reopened_every_few_pages_reads_the_same(read_all, samples, monkeypatch):
+    """PDFium's parsed objects are freed by reopening the file every PAGES_PER_OPENING pages (memory stays
+    flat over a long PDF): what is read must not change."""
+    from forum_atlas.documents import pdf
+
+    monkeypatch.setattr(pdf, "PAGES_PER_OPENING", 7)
+    reopened = read_document(samples / "GeoTopo-komprimiert.pdf")
+    thesis = read_all["GeoTopo-komprimiert.pdf"]
+    assert (reopened.text, reopened.page_starts, reopened.sections) == (thesis.text, thesis.page_starts,
+                                                                         thesis.sections)
+
+
 @pytest.mark.parametrize("name", sorted(PAPERS))
 def test_papers_title_doi_pages_and_quotable_text(read_all, name):
     paper = read_all[name]
