@@ -179,6 +179,9 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
         view_run = page.get_by_role("button", name="View run").last
         view_run.wait_for()
         shots.take(page, "run-scheduled")
+        # the toast comes while the form still shows; the UI then moves to the deployment's page, which would
+        # undo a click made during that move (seen once under load): click once it has moved
+        page.wait_for_url(re.compile(r"/deployments/deployment/[0-9a-f-]+(\?tab=\w+)?$"))
         view_run.click()
         page.wait_for_url(re.compile(rf"/runs/flow-run/{run_id}$"))
         run_page = page.url
