@@ -221,7 +221,7 @@ class _OrderedWrites:
         self.settings, self.run_id, self.log, self.ahead = settings, run_id, log, ahead
         self.at: tuple[int, object] = (1, None)   # (number, raw batch) of the batch the run is working on
         self._prepared: deque = deque()         # (number, raw, future of the prepared batch), input order
-        self._writing: tuple | None = None      # (number, raw, the batch, future of its write)
+        self._writing: tuple | None = None      # (the batch, future of its write)
         self._writer = ThreadPoolTaskRunner(max_workers=1).__enter__()
 
     def reading(self, number: int, raw: object) -> None:
@@ -252,20 +252,20 @@ class _OrderedWrites:
                 later.wait()
             self._prepared.clear()
             raise
-        self._writing = (number, raw, batch, self._writer.submit(
+        self._writing = (batch, self._writer.submit(
             write_batch, {"settings": self.settings, "batch": batch, "run_id": self.run_id}))
 
     def _settle(self) -> None:
         if self._writing is not None:
-            number, raw, batch, write = self._writing
-            self._writing, self.at = None, (number, raw)
-            self.log.committed(raw, write.result())
+            batch, write = self._writing
+            self._writing, self.at = None, (batch.number, batch.raw)
+            self.log.committed(batch.raw, write.result())
             batch.release()
 
     def close(self) -> None:
         """Wait for a write still in flight (stopping the writer would cancel it), then stop the writer."""
         if self._writing is not None:
-            self._writing[3].wait()
+            self._writing[1].wait()
         self._writer.__exit__(None, None, None)
 
 
