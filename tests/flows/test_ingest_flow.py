@@ -258,11 +258,12 @@ def _beir_subset(shared_data, tmp_path, rows: int = 40) -> str:
 
 def _settled_task_runs_of_latest_ingest(*names: str, within_s: float = 30.0) -> dict[str, tuple[str, int]]:
     """The API records task-run states from the client's events, a moment after they happen (longer
-    under load): read again until every one of `names` has left RUNNING."""
+    under load, and in no fixed order: the run's last task may be recorded after an earlier one's
+    failure): read again until every one of `names` is recorded and no task run is left RUNNING."""
     deadline = time.monotonic() + within_s
     while True:
         runs = asyncio.run(_task_runs_of_latest_ingest())
-        if all(runs.get(name, ("RUNNING",))[0] not in ("PENDING", "RUNNING") for name in names) \
+        if (set(names) <= set(runs) and all(state not in ("PENDING", "RUNNING") for state, _ in runs.values())) \
                 or time.monotonic() > deadline:
             return runs
         time.sleep(0.25)
