@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import dateutil.parser
 
-from forum_atlas.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document
+from forum_atlas.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document, release_freed_memory
 from forum_atlas.documents.detect import SNIFF_BYTES
 from forum_atlas.documents.text import decode_utf8
 
@@ -342,6 +342,7 @@ def load_documents(batch: RawBatch, source: SourceInfo | None, options: Document
             continue
         rows.append({"row": len(rows) + 1, **row})
         outcomes.append(outcome)
+    release_freed_memory()
     return rows, outcomes
 
 

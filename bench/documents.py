@@ -16,8 +16,9 @@ Files: the four CC BY 4.0 papers and the 117-page thesis of ../shared/data/docum
 2. End to end, each in a fresh subprocess with its own embedded PostgreSQL (peak RSS is its own): the ingest
    flow on the five files with the hashed embedder and with the default ONNX model (pages/s, chunks/s);
    memory rows with the hashed embedder: a folder of --folder-copies copies of the four papers, one PDF of
-   --long-pages pages (the thesis's pages repeated, made with pypdfium2), and, as the reference, today's
-   ingest of the bundled 200 SciFact abstracts (JSONL).
+   --long-pages pages (the thesis's pages repeated, made with pypdfium2), and two references of today's
+   ingest (JSONL): the bundled 200 SciFact abstracts, and each memory row's own text as JSONL rows (one per
+   file, as the reader stored it), so the same content goes through today's path.
 3. Retrieval, in the ONNX subprocess after its ingest: for each question, hit@k of the right paper (first k
    distinct documents) and of a passage holding the key sentence (first k passages), for the hybrid pipeline
    (BM25 + dense → RRF, no reranker); the reference in the same run is BM25 (rank_bm25 BM25Okapi, lower-cased
@@ -241,6 +242,18 @@ def _long_pdf(path: Path, pages: int) -> Path:
     return path
 
 
+def _as_jsonl(folder: Path, path: Path) -> Path:
+    """The folder's documents as today's input: one JSONL row per file, its text as the reader stored it."""
+    from forum_atlas.documents import read_document
+
+    with path.open("w", encoding="utf-8") as out:
+        for file in sorted(folder.iterdir()):
+            read = read_document(file)
+            out.write(json.dumps({"id": file.name, "title": read.title or file.stem, "text": read.text,
+                                  "url": file.resolve().as_uri(), "source": SOURCE}) + "\n")
+    return path
+
+
 def _row(label: str, result: dict, floor_pages_per_second: float | None = None) -> str:
     s = result["summary"]
     pages = s.get("pages", 0)
@@ -263,13 +276,17 @@ def end_to_end(copies: int, long_pages: int) -> None:
         onnx = _run(_link_folder(tmp / "library-onnx", files), "onnx-minilm", retrieval=True)
         print(_row("four papers + thesis, onnx-minilm (default)", onnx, floor), flush=True)
         if copies:
-            print(_row(f"folder: {copies} copies of the four papers, hashed",
-                       _run(_link_folder(tmp / "copies", PAPERS, copies), "hashed"), floor), flush=True)
+            folder = _link_folder(tmp / "copies", PAPERS, copies)
+            print(_row(f"folder: {copies} copies of the four papers, hashed", _run(folder, "hashed"), floor), flush=True)
+            print(_row("reference: the same text as JSONL, hashed", _run(_as_jsonl(folder, tmp / "copies.jsonl"),
+                                                                          "hashed")), flush=True)
         if long_pages:
             long_folder = tmp / "long"
             long_folder.mkdir()
             print(_row(f"one {long_pages:,}+-page PDF, hashed",
                        _run(_long_pdf(long_folder / "long.pdf", long_pages), "hashed"), floor), flush=True)
+            print(_row("reference: the same text as JSONL, hashed", _run(_as_jsonl(long_folder, tmp / "long.jsonl"),
+                                                                          "hashed")), flush=True)
         print(_row("reference: today's ingest, 200 SciFact abstracts (JSONL), hashed", _run(SAMPLE, "hashed")), flush=True)
     r = onnx["retrieval"]
     print(f"\n## Retrieval on the four papers (+ thesis): {r['questions']} questions, reference over {r['windows']} "

@@ -7,6 +7,8 @@ per module; the PDF reader is core, HTML and DOCX readers name the extra to inst
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from forum_atlas.documents.text import read_text
 
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "DocumentError", "ReadDocument", "read_document"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "DocumentError", "ReadDocument", "read_document", "release_freed_memory"]
 
 
 def read_document(path: Path, *, password: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -44,3 +46,22 @@ def read_document(path: Path, *, password: str | None = None, max_file_bytes: in
 
         return read_html(path, path.read_bytes())
     return read_text(path, path.read_bytes(), kind)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    libc = ctypes.util.find_library("c")
+    return getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def release_freed_memory() -> None:
+    """Give the heap that reading freed back to the system (glibc keeps it otherwise; elsewhere: nothing).
+
+    Reading a batch of PDFs frees PDFium's parse state and the page lines in bulk. glibc keeps that memory
+    in the reading thread's arena, and the batch's chunking and embedding, in other threads, then peak on
+    top of it: about 15 MB more for a 1,000-page PDF than the same text ingested as JSONL.
+    """
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)

@@ -43,9 +43,11 @@ def drop_invisible(text: str) -> str:
 _WORD = re.compile(r"\w+(?:-\w+)*")
 
 
-def vocabulary(text: str) -> set[str]:
-    """The words (hyphenated compounds whole) of a text, lower-cased: evidence for how a split word is spelt."""
-    return {w.lower() for w in _WORD.findall(text.replace(PDFIUM_LINE_HYPHEN, " "))}
+def vocabulary(*texts: str) -> set[str]:
+    """The words (hyphenated compounds whole) of texts, lower-cased: evidence for how a split word is spelt.
+    Word by word, text by text: a long document's words are never all held in a list at once."""
+    return {match.group(0).lower() for text in texts
+            for match in _WORD.finditer(text.replace(PDFIUM_LINE_HYPHEN, " "))}
 
 
 def keeps_hyphen(left: str, right: str, words: set[str]) -> bool:
@@ -88,28 +90,53 @@ def _running_key(line: str) -> str:
     return " ".join(_DIGITS.sub("#", line).lower().split())
 
 
-def remove_running_lines(pages: Sequence[Sequence[str]], min_pages: int = 3) -> list[list[str]]:
-    """Drop running heads, footers and page numbers: lines among the first or last `EDGE_LINES` of a page
-    that repeat (numbers ignored) on at least `min_pages` pages (on every page of a shorter document
-    of two or more pages), and edge lines that are only a page number.
+@dataclass(frozen=True)
+class PageEdges:
+    """What running-head detection needs of a page: the keys of its edge lines, and the key that is all
+    there is on the page (None when it holds more than one)."""
+    keys: frozenset[str]
+    only_key: str | None
+
+
+def _edge_indexes(count: int) -> set[int]:
+    return set(range(min(EDGE_LINES, count))) | set(range(max(count - EDGE_LINES, 0), count))
+
+
+def page_edges(lines: Sequence[str]) -> PageEdges:
+    keys = frozenset(_running_key(lines[i]) for i in _edge_indexes(len(lines)) if lines[i].strip())
+    others = {_running_key(line) for line in lines if line.strip()}
+    return PageEdges(keys, next(iter(others)) if len(others) == 1 else None)
+
+
+def running_keys(pages: Sequence[PageEdges], min_pages: int = 3) -> set[str]:
+    """The keys of running heads, footers and page numbers: edge lines (among the first or last
+    `EDGE_LINES` of a page) that repeat, numbers ignored, on at least `min_pages` pages (on every page
+    of a shorter document of two or more pages).
 
     A line that is all there is on most of the pages it repeats on is their content, not a running
     head (the same text on every page of a short document, a "see legend on previous page" figure page).
     """
-    edges = [set(range(min(EDGE_LINES, len(lines)))) | set(range(max(len(lines) - EDGE_LINES, 0), len(lines)))
-             for lines in pages]
     pages_with: Counter[str] = Counter()
     alone_on: Counter[str] = Counter()
-    for lines, edge in zip(pages, edges):
-        keys = {_running_key(lines[i]) for i in edge if lines[i].strip()}
-        others = {_running_key(line) for line in lines if line.strip()}
-        pages_with.update(keys)
-        alone_on.update(key for key in keys if others == {key})
+    for page in pages:
+        pages_with.update(page.keys)
+        if page.only_key in page.keys:
+            alone_on[page.only_key] += 1
     needed = min(min_pages, len(pages)) if len(pages) >= 2 else len(pages) + 1
-    running = {key for key, n in pages_with.items() if n >= needed and alone_on[key] * 2 < n}
-    return [[line for i, line in enumerate(lines)
-             if not (i in edge and line.strip() and (_running_key(line) in running or _PAGE_NUMBER.match(line)))]
-            for lines, edge in zip(pages, edges)]
+    return {key for key, n in pages_with.items() if n >= needed and alone_on[key] * 2 < n}
+
+
+def drop_running_lines(lines: Sequence[str], running: set[str]) -> list[str]:
+    """A page's lines without its running heads and footers (`running_keys`) and edge page numbers."""
+    edge = _edge_indexes(len(lines))
+    return [line for i, line in enumerate(lines)
+            if not (i in edge and line.strip() and (_running_key(line) in running or _PAGE_NUMBER.match(line)))]
+
+
+def remove_running_lines(pages: Sequence[Sequence[str]], min_pages: int = 3) -> list[list[str]]:
+    """Every page without its running heads, footers and page numbers (`running_keys`)."""
+    running = running_keys([page_edges(lines) for lines in pages], min_pages)
+    return [drop_running_lines(lines, running) for lines in pages]
 
 
 @dataclass(frozen=True)

@@ -109,22 +109,31 @@ def _title(meta_title: str, first_page: list[str]) -> str:
     return next((" ".join(line.split()) for line in first_page if len(line.strip()) > 2), "")[:300]
 
 
-def _sections(document: pdfium.PdfDocument, page_texts: list[str], page_starts: list[int]) -> list[Section]:
+def _sections(path: Path, password: str | None, page_texts: list[str], page_starts: list[int]) -> list[Section]:
     """The outline (bookmarks): each title placed where it is printed on its page (after the previous title
     found there), else at the page's start."""
-    sections = []
-    searched_from: dict[int, int] = {}
-    for bookmark in document.get_toc(max_depth=8):
-        dest = bookmark.get_dest()
-        index = dest.get_index() if dest is not None else None
-        title = " ".join(cleaning.clean_fragment(bookmark.get_title() or "").split())
-        if index is None or not title or index >= len(page_texts):
-            continue
-        found = page_texts[index].find(title, searched_from.get(index, 0))
-        if found >= 0:
-            searched_from[index] = found + len(title)
-        sections.append(Section(page_starts[index] + max(found, 0), bookmark.level + 1, title))
+    document = open_pdf(path, password)
+    try:
+        sections = []
+        searched_from: dict[int, int] = {}
+        for bookmark in document.get_toc(max_depth=8):
+            dest = bookmark.get_dest()
+            index = dest.get_index() if dest is not None else None
+            title = " ".join(cleaning.clean_fragment(bookmark.get_title() or "").split())
+            if index is None or not title or index >= len(page_texts):
+                continue
+            found = page_texts[index].find(title, searched_from.get(index, 0))
+            if found >= 0:
+                searched_from[index] = found + len(title)
+            sections.append(Section(page_starts[index] + max(found, 0), bookmark.level + 1, title))
+    finally:
+        document.close()
     return sorted(sections, key=lambda s: s.start)
+
+
+# Joins a page's lines while it waits for the whole document's running heads to be known: one string per
+# page instead of one per line. `drop_invisible` removes control characters, so no line holds it.
+_LINE_SEPARATOR = "\x00"
 
 
 def read_pdf(path: Path, *, password: str | None = None, on_page: Callable[[int], None] | None = None) -> ReadDocument:
@@ -132,26 +141,35 @@ def read_pdf(path: Path, *, password: str | None = None, on_page: Callable[[int]
     try:
         if len(document) == 0:
             raise DocumentError("empty", "the PDF has no pages")
-        pages = list(iter_page_lines(path, password, on_page))
-        first_page_raw = "\n".join(pages[0])
-        visible = sum(len("".join(line.split())) for lines in pages for line in lines)
-        if visible < MIN_CHARS_PER_PAGE * len(pages):
-            raise DocumentError("no_text_layer", f"no text layer ({visible} characters on {len(pages)} page{'s' if len(pages) > 1 else ''}): the "
-                                                 "pages are images, and OCR is not done")
-        pages = cleaning.remove_running_lines(pages)
-        page_texts = ["\n".join(lines).strip("\n") for lines in pages]
-        words = cleaning.vocabulary(" ".join(page_texts))
-        page_texts = [cleaning.join_line_break_hyphens(text, words) if cleaning.PDFIUM_LINE_HYPHEN in text or "-\n" in text
-                      else text for text in page_texts]
-        text, page_starts = cleaning.join_pages(page_texts, words)
         meta = document.get_metadata_dict()
-        authors = [a.strip() for a in re.split(r";|,|\band\b", cleaning.clean_fragment(meta.get("Author", ""))) if a.strip()]
-        return ReadDocument(
-            text=text, kind="pdf", reader=READER, reader_version=VERSION,
-            title=_title(meta.get("Title", ""), pages[0]), page_starts=page_starts,
-            sections=_sections(document, page_texts, page_starts), authors=authors,
-            published_at=_pdf_date(meta.get("CreationDate", "")),
-            doi=find_doi(first_page_raw) or find_doi(meta.get("Subject", "")),
-        )
     finally:
         document.close()
+    first_page: list[str] = []
+    pages: list[str] = []
+    edges: list[cleaning.PageEdges] = []
+    visible = 0
+    for lines in iter_page_lines(path, password, on_page):
+        if not pages:
+            first_page = lines
+        visible += sum(len("".join(line.split())) for line in lines)
+        edges.append(cleaning.page_edges(lines))
+        pages.append(_LINE_SEPARATOR.join(lines))
+    if visible < MIN_CHARS_PER_PAGE * len(pages):
+        raise DocumentError("no_text_layer", f"no text layer ({visible} characters on {len(pages)} page{'s' if len(pages) > 1 else ''}): the "
+                                             "pages are images, and OCR is not done")
+    running = cleaning.running_keys(edges)
+    page_texts = ["\n".join(cleaning.drop_running_lines(page.split(_LINE_SEPARATOR), running)).strip("\n")
+                  for page in pages]
+    del pages
+    words = cleaning.vocabulary(*page_texts)
+    page_texts = [cleaning.join_line_break_hyphens(text, words) if cleaning.PDFIUM_LINE_HYPHEN in text or "-\n" in text
+                  else text for text in page_texts]
+    text, page_starts = cleaning.join_pages(page_texts, words)
+    authors = [a.strip() for a in re.split(r";|,|\band\b", cleaning.clean_fragment(meta.get("Author", ""))) if a.strip()]
+    return ReadDocument(
+        text=text, kind="pdf", reader=READER, reader_version=VERSION,
+        title=_title(meta.get("Title", ""), cleaning.drop_running_lines(first_page, running)), page_starts=page_starts,
+        sections=_sections(path, password, page_texts, page_starts), authors=authors,
+        published_at=_pdf_date(meta.get("CreationDate", "")),
+        doi=find_doi("\n".join(first_page)) or find_doi(meta.get("Subject", "")),
+    )
