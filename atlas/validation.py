@@ -129,11 +129,14 @@ def _suites() -> tuple[Any, Any, Any]:
         return _build_suites()
 
 
+WARM_UP_THREAD = "great-expectations warm-up"
+
+
 def warm_up_in_background() -> threading.Thread:
     """Import great-expectations and build the suites in a thread, now. The import costs 4–5 s once
     per process; started where the process waits anyway (a CLI run's Prefect server starting, Prefect
     setting up a flow run), the first batch no longer waits for it."""
-    thread = threading.Thread(target=_suites, name="great-expectations warm-up", daemon=True)
+    thread = threading.Thread(target=_suites, name=WARM_UP_THREAD, daemon=True)
     thread.start()
     return thread
 

@@ -141,7 +141,7 @@ def _old_rules_keep(claim: str, quote: str, passage: str) -> bool:
 
 
 def strictness(settings, claims: list[dict]) -> dict:
-    from forum_atlas.deliberation.brief import gather_evidence
+    from forum_atlas.deliberation.brief import round_passages
     from forum_atlas.deliberation.grounding import informative_words
     from forum_atlas.deliberation.model import SOURCED, ClaimDraft, DraftReply, DraftRequest
     from forum_atlas.deliberation.plan import plan_panel
@@ -159,7 +159,7 @@ def strictness(settings, claims: list[dict]) -> dict:
     for item in claims:
         panel = plan_panel(item["claim"], None)
         results = {p.role: retrieve_plain(settings, p.focus_query, RetrievalOptions(top_k=10)) for p in panel.personas}
-        evidence, passages = gather_evidence(panel, results)
+        evidence, passages = round_passages(panel, results)
         replies = {p.role: engine.draft(DraftRequest(panel.outbound_question, p, passages[p.role]))
                    for p in panel.personas}
         audited = audit.fn(settings, replies, evidence, 1)

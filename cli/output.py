@@ -43,6 +43,13 @@ def instant(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
+def add_source_filters(parser: argparse.ArgumentParser) -> None:
+    """The options that narrow which sources retrieval may return: sector and publication window."""
+    parser.add_argument("--sector", action="append", dest="sectors", help="only this sector (repeatable)")
+    parser.add_argument("--since", type=instant, help="only sources published on or after this date")
+    parser.add_argument("--until", type=instant, help="only sources published before this date")
+
+
 def day(text: str) -> date:
     """A YYYY-MM-DD argument."""
     try:

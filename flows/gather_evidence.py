@@ -15,40 +15,24 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
 
 from prefect import flow
 from prefect.artifacts import create_table_artifact
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.evidence.documents import write_documents
-from forum_atlas.evidence.registry import DEFAULT_SOURCES
 from forum_atlas.evidence.router import plan_for
 from forum_atlas.flows.ingest import ingest
-from forum_atlas.tasks.evidence import ask_source, open_provider_cache, record_evidence_run, screen_answers
-
-Source = Literal["pubmed", "cochrane", "pmc", "europepmc", "openalex", "clinicaltrials", "openfda", "crossref",
-                 "dailymed", "medlineplus"]
-
-
-class GatherOptions(BaseModel):
-    """How to gather: everything but the question (the deliberate flow passes these through)."""
-    sources: list[Source] = Field(default=list(DEFAULT_SOURCES), min_length=1, description="sources to ask in parallel")
-    plan: dict[Source, dict[str, str]] = Field(
-        default_factory=dict, description="per-source filters, e.g. {\"openfda\": {\"endpoint\": \"event\"}}, "
-        "{\"pmc\": {\"pmcid\": \"PMC7906746\"}}, {\"clinicaltrials\": {\"nct_id\": \"NCT00973089\"}}")
-    limit: int = Field(default=10, ge=1, le=100, description="records per source")
-    names: list[str] = Field(default_factory=list, description="names to remove from the outbound query")
-    check_crossref: bool = Field(default=True, description="retraction gate: look every DOI up in Crossref")
-    retraction_watch_csv: str | None = Field(default=None, description="path of the Retraction Watch CSV")
-    timeouts_s: dict[str, float] = Field(default_factory=dict, description="per-source timeout overrides (seconds)")
-    base_urls: dict[str, str] = Field(default_factory=dict, description="per-source address overrides (mirrors)")
-    ingest: bool = Field(default=True, description="ingest the records that may support a claim")
-    cache_ttl_hours: float = Field(default=24.0, ge=0, description="reuse a source's stored answer to the same "
-                                   "de-identified query this young (hours); 0 = always ask")
+from forum_atlas.tasks.evidence import (
+    GatherOptions,
+    ask_source,
+    open_provider_cache,
+    record_evidence_run,
+    screen_answers,
+)
 
 
 class GatherParameters(GatherOptions):

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
@@ -203,9 +203,11 @@ def _file_outcomes(batch: BatchInFlight) -> list[FileOutcome]:
 
 
 def _files_summary(files: list[FileOutcome]) -> dict:
+    """Counts for the summary; each file's outcome goes to the run's log (the CLI prints them as a table)."""
     failed = [f for f in files if f.failed]
+    logger = get_run_logger()
     for f in files:
-        print(f"{f.outcome:>14}  {f.file}" + (f" ({f.pages} pages)" if f.pages else "") + (f": {f.detail}" if f.detail else ""))
+        logger.info(f"{f.outcome:>14}  {f.file}" + (f" ({f.pages} pages)" if f.pages else "") + (f": {f.detail}" if f.detail else ""))
     return {"files": len(files), "files_stored": sum(f.outcome == "stored" for f in files),
             "files_unchanged": sum(f.outcome == "unchanged" for f in files), "files_failed": len(failed),
             "pages": sum(f.pages or 0 for f in files),

@@ -10,9 +10,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from forum_atlas.config import Settings
-from forum_atlas.flows.deliberate import PLAIN, DeliberationParameters, run_deliberation
 from forum_atlas.store.db import shared_database
 from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.deliberation import DeliberationParameters, PlainStages, run_deliberation
 
 NAME_CHARS = 60   # of the question, in the task run's name
 
@@ -35,4 +35,4 @@ def _run_name(parameters: dict[str, Any]) -> str:
 @task(name="deliberate-question", task_run_name=_run_name, cache_policy=NO_CACHE, persist_result=False)
 def deliberate_question(params: DeliberationParameters, settings: Settings) -> dict[str, Any]:
     """One question's brief, persisted in its own transaction; returns what the batch's table shows."""
-    return run_deliberation(params, settings, PLAIN, flow_run_id).summary()
+    return run_deliberation(params, settings, PlainStages, flow_run_id).summary()

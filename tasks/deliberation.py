@@ -1,52 +1,61 @@
 """Deliberation tasks: plan, gather the round's evidence, draft (one task run per persona and
 attempt), audit, synthesise, persist. Engines and verifiers are built from settings; every
 provider call comes back as a `CallRecord` stamped with its Prefect flow and task run ids (AUD-4).
+
+`TaskStages` and `PlainStages` run them for the deliberation DAG (`forum_atlas.deliberation.pipeline`):
+as task runs, or as the same calls without Prefect's task machinery.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Literal
 
 from prefect import task
 from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
 
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import (
-    AuditedDraft,
     RoundEvidence,
     SynthesisBasis,
     audit_reply,
     support_pairs,
     verbatim_pairs,
 )
-from forum_atlas.deliberation.brief import gather_evidence
+from forum_atlas.deliberation.brief import round_passages
 from forum_atlas.deliberation.model import (
+    SPECIALISTS,
+    UNREACHABLE,
     BriefRecord,
     BriefView,
     CallRecord,
     DraftReply,
     DraftRequest,
-    UNREACHABLE,
     Passage,
     Plan,
     ProviderUnreachable,
     SynthesisRequest,
     digest_of,
 )
+from forum_atlas.deliberation.pipeline import AuditedRound, deliberate
 from forum_atlas.deliberation.plan import plan_panel
 from forum_atlas.entailment import VerifierChoice, choose_verifier, make_support_verifier
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery, SupportVerifier
 from forum_atlas.llm import DeliberationEngine, make_deliberation_engine
 from forum_atlas.providers import ProviderError
-from forum_atlas.retrieval.model import RetrievalResult
+from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.store import briefs
 from forum_atlas.store.db import shared_database
 from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks.evidence import GatherOptions, withheld_sources
+from forum_atlas.tasks.retrieval import retrieve_in_flow, retrieve_plain
 
 deliberation_task = task(cache_policy=NO_CACHE, persist_result=False)
 
@@ -90,7 +99,7 @@ def plan(question: str, personas: Sequence[str] | None) -> Plan:
 
 @deliberation_task(name="round-evidence")
 def round_evidence(panel: Plan, results: Mapping[str, RetrievalResult]) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:
-    return gather_evidence(panel, results)
+    return round_passages(panel, results)
 
 
 def _failed_call(stage: str, engine: DeliberationEngine | SupportVerifier, request: object, exc: ProviderError,
@@ -141,12 +150,6 @@ def synthesize(settings: Settings, request: SynthesisRequest, key_secret: Secret
                                insufficient=f"the {engine.name} engine failed ({exc.kind})")
     reply.call = _stamped(reply.call)
     return reply
-
-
-@dataclass
-class AuditedRound:
-    drafts: dict[str, AuditedDraft]
-    calls: list[CallRecord] = field(default_factory=list)   # the support verifier's
 
 
 def _audit_run_name() -> str:
@@ -201,3 +204,95 @@ def persist(settings: Settings, record: BriefRecord) -> BriefView:
     db = shared_database(settings)
     stored = briefs.persist_brief(db, record)
     return briefs.load_brief(db, stored.brief_id)
+
+
+Specialist = Literal["legal_regulatory", "financial", "technical", "geospatial", "forecasting"]
+assert set(Specialist.__args__) == set(SPECIALISTS)  # the run form's choices are the panel's
+
+
+class DeliberationParameters(BaseModel):
+    question: str = Field(min_length=3, max_length=4000, description="the question the brief answers")
+    sectors: list[str] | None = Field(default=None, description="only sources in these sectors; empty = all")
+    published_after: datetime | None = Field(default=None, description="recency window start (inclusive, UTC)")
+    published_before: datetime | None = Field(default=None, description="recency window end (exclusive, UTC)")
+    personas: list[Specialist] | None = Field(default=None, description="the specialists; empty = the coordinator decides")
+    top_k: int = Field(default=10, ge=1, le=20, description="final sources per persona's retrieval (RET-4)")
+    engine: Literal["offline", "openai"] | None = Field(default=None, description="LLM engine; empty = settings (offline)")
+    llm_key_secret: Secret | None = Field(default=None, description="the Secret block holding the LLM API key; "
+                                          "empty = the providers block's, else $OPENAI_API_KEY")
+    gather: bool = Field(default=False, description="first gather evidence from the open sources for this question "
+                         "(the gather-evidence flow, as a subflow; its run is recorded in the brief's snapshot)")
+    gather_options: GatherOptions = Field(default_factory=GatherOptions,
+                                          description="how to gather when `gather` is set: sources, filters, limits")
+
+    def retrieval_options(self) -> RetrievalOptions:
+        return RetrievalOptions(top_k=self.top_k, sectors=tuple(self.sectors) if self.sectors else None,
+                                published_after=self.published_after, published_before=self.published_before)
+
+
+class TaskStages:
+    """The deliberation's stages as Prefect task runs: the deliberate flow's DAG; drafts run concurrently."""
+
+    def __init__(self, settings: Settings, key_secret: Secret | None = None):
+        self.settings, self.key_secret = settings, key_secret   # tasks read the key's value when they call
+
+    def _run(self, step, *args: Any) -> Any:
+        return step(*args)
+
+    def plan(self, question: str, personas: Sequence[str] | None) -> Plan:
+        return self._run(plan, question, personas)
+
+    def retrieve(self, query: str, options: RetrievalOptions) -> RetrievalResult:
+        return retrieve_in_flow(self.settings, query, options)
+
+    def withheld(self, results: Mapping[str, RetrievalResult]) -> list[dict[str, Any]]:
+        return self._run(withheld_sources, self.settings, results)
+
+    def round_evidence(self, panel: Plan, results: Mapping[str, RetrievalResult]
+                       ) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:
+        return self._run(round_evidence, panel, results)
+
+    def drafts(self, requests: Mapping[str, DraftRequest]) -> dict[str, DraftReply]:
+        runs = {role: draft.submit(self.settings, request, self.key_secret) for role, request in requests.items()}
+        return {role: run.result() for role, run in runs.items()}
+
+    def audit(self, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,
+              basis: SynthesisBasis | None = None) -> AuditedRound:
+        return self._run(audit, self.settings, replies, evidence, attempt, self.key_secret, basis)
+
+    def synthesize(self, request: SynthesisRequest) -> DraftReply:
+        return self._run(synthesize, self.settings, request, self.key_secret)
+
+    def engine(self) -> DeliberationEngine:
+        return engine_for(self.settings, self.key_secret)
+
+    def verifier(self) -> VerifierChoice:
+        return verifier_choice(self.settings)
+
+    def persist(self, record: BriefRecord) -> BriefView:
+        return self._run(persist, self.settings, record)
+
+    def log_unreachable(self, question: str, error: ProviderUnreachable) -> None:
+        self._run(log_unreachable, self.settings, question, error)
+
+
+class PlainStages(TaskStages):
+    """The same calls without task runs: one deliberate-batch task per question (its DAG is that task), and the
+    benchmark's measure of Prefect's share of a brief's time."""
+
+    def _run(self, step, *args: Any) -> Any:
+        return step.fn(*args)
+
+    def retrieve(self, query: str, options: RetrievalOptions) -> RetrievalResult:
+        return retrieve_plain(self.settings, query, options)
+
+    def drafts(self, requests: Mapping[str, DraftRequest]) -> dict[str, DraftReply]:
+        return {role: draft.fn(self.settings, request, self.key_secret) for role, request in requests.items()}
+
+
+def run_deliberation(params: DeliberationParameters, settings: Settings, stages: type[TaskStages] = PlainStages,
+                     run_id: Callable[[], str | None] = lambda: None,
+                     gathered: Mapping[str, Any] | None = None) -> BriefView:
+    """The deliberation DAG for the run form's parameters, its stages run by `stages`."""
+    return deliberate(stages(settings, params.llm_key_secret), params.question, params.personas,
+                      params.retrieval_options(), run_id, gathered)

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
 
 from forum_atlas.config import Settings
 from forum_atlas.evidence.documents import EVIDENCE_SECTOR, SOURCE_INFO, record_rows
-from forum_atlas.evidence.registry import build_connectors
+from forum_atlas.evidence.registry import DEFAULT_SOURCES, build_connectors
 from forum_atlas.evidence.retraction import RetractionWatchIndex
 from forum_atlas.evidence.router import GatherResult, PlanStep, ProviderCache, QueryPlan, SourceAnswer, answer, screen
 from forum_atlas.retrieval.model import RetrievalResult
@@ -22,6 +24,28 @@ from forum_atlas.store.db import shared_database
 from forum_atlas.tasks import flow_run_id
 
 evidence_task = task(cache_policy=NO_CACHE, persist_result=False)
+
+Source = Literal["pubmed", "cochrane", "pmc", "europepmc", "openalex", "clinicaltrials", "openfda", "crossref",
+                 "dailymed", "medlineplus"]
+
+
+class GatherOptions(BaseModel):
+    """How to gather: everything but the question (the deliberate flow passes these through)."""
+    sources: list[Source] = Field(default=list(DEFAULT_SOURCES), min_length=1, description="sources to ask in parallel")
+    plan: dict[Source, dict[str, str]] = Field(
+        default_factory=dict, description="per-source filters, e.g. {\"openfda\": {\"endpoint\": \"event\"}}, "
+        "{\"pmc\": {\"pmcid\": \"PMC7906746\"}}, {\"clinicaltrials\": {\"nct_id\": \"NCT00973089\"}}")
+    limit: int = Field(default=10, ge=1, le=100, description="records per source")
+    names: list[str] = Field(default_factory=list, description="names to remove from the outbound query")
+    check_crossref: bool = Field(default=True, description="retraction gate: look every DOI up in Crossref")
+    retraction_watch_csv: str | None = Field(default=None, description="path of the Retraction Watch CSV")
+    timeouts_s: dict[str, float] = Field(default_factory=dict, description="per-source timeout overrides (seconds)")
+    base_urls: dict[str, str] = Field(default_factory=dict, description="per-source address overrides (mirrors)")
+    ingest: bool = Field(default=True, description="ingest the records that may support a claim")
+    cache_ttl_hours: float = Field(default=24.0, ge=0, description="reuse a source's stored answer to the same "
+                                   "de-identified query this young (hours); 0 = always ask")
+
+
 
 
 @evidence_task(name="open-provider-cache")

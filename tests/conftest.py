@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import psycopg
@@ -83,6 +84,17 @@ def pg_server_url(request) -> str:
         migrations.apply_pending(conn)
         native.install_kernel(conn)  # as `atlas db install-kernel` does; test databases are cloned with it
     return url
+
+
+def pytest_collection_finish(session):
+    """Importing flows/ingest.py (at collection) starts great-expectations' import in a thread. pytest then
+    walks the logging registry while that import is still adding loggers to it, and stops the whole session
+    ("dictionary changed size during iteration"): let the import finish first."""
+    from forum_atlas.validation import WARM_UP_THREAD
+
+    for thread in threading.enumerate():
+        if thread.name == WARM_UP_THREAD:
+            thread.join()
 
 
 def pytest_unconfigure(config):

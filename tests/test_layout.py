@@ -74,6 +74,12 @@ def test_flows_reach_the_database_only_through_tasks():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_tasks_never_import_flows():
+    """A flow is a DAG of tasks: a task that imported a flow's module would make the DAG a cycle to read."""
+    offenders = {str(p.relative_to(REPO)): sorted(_reaches(p, {"forum_atlas.flows"})) for p in _py("tasks")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_every_tasks_module_holds_a_task():
     from prefect import Task
 

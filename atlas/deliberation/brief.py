@@ -41,7 +41,7 @@ def _passage(label: str, source: Source) -> Passage:
                    reader=chunk.reader)
 
 
-def gather_evidence(plan: Plan, results: Mapping[str, RetrievalResult]) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:
+def round_passages(plan: Plan, results: Mapping[str, RetrievalResult]) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:
     """The round's retrieved set with labels S1, S2, … in order of first appearance (personas in
     plan order, sources by rank), and each persona's own passages."""
     labelled: dict[int, Passage] = {}

@@ -151,7 +151,9 @@ def _protected(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _digest(value: str, secret: bytes | None) -> str:
+def redaction_digest(value: str, secret: bytes | None) -> str:
+    """What a redaction records of the value it removed: its SHA-256, keyed (HMAC) when a secret is set, so
+    the same value can be recognised later and never read back."""
     data = value.encode("utf-8")
     if secret is not None:
         return hmac.new(secret, data, hashlib.sha256).hexdigest()
@@ -181,7 +183,7 @@ def deidentify(text: str, *, secret: bytes | None = None) -> tuple[str, tuple[Re
         out.append(text[cursor:hit.start])
         out.append(placeholder)
         redactions.append(Redaction(kind=hit.kind, start=hit.start, end=hit.end,  # type: ignore[arg-type]
-                                    digest=_digest(text[hit.start:hit.end], secret), placeholder=placeholder))
+                                    digest=redaction_digest(text[hit.start:hit.end], secret), placeholder=placeholder))
         cursor = hit.end
     out.append(text[cursor:])
     return "".join(out), tuple(redactions)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from forum_atlas.deliberation.deidentify import _digest, deidentify
+from forum_atlas.deliberation.deidentify import deidentify, redaction_digest
 
 _DATE = (r"(?:\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}-\d{2}-\d{2}|\d{1,2}(?:st|nd|rd|th)?\s+[A-Za-z]{3,9}\.?,?\s+\d{4}"
          r"|[A-Za-z]{3,9}\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4})")
@@ -57,7 +57,7 @@ def deidentify_query(text: str, *, names: Iterable[str] = (), secret: bytes | No
     def replace(kind: str, placeholder: str):
         def swap(match: re.Match[str]) -> str:
             value = match.group("value") if "value" in match.re.groupindex else match.group(0)
-            removed.append(OutboundRedaction(kind, placeholder, _digest(value, secret)))
+            removed.append(OutboundRedaction(kind, placeholder, redaction_digest(value, secret)))
             return match.group(0).replace(value, placeholder)
         return swap
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from forum_atlas.cli.commands.evidence import SOURCES, source_assignment
 from forum_atlas.cli.flow_session import flow_session
-from forum_atlas.cli.output import instant, table
+from forum_atlas.cli.output import add_source_filters, table
 from forum_atlas.deliberation.model import SPECIALISTS
 
 
@@ -19,9 +19,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     ask = groups.add_parser("ask", help="deliberate: a question in, an audited brief out")
     ask.add_argument("question")
     ask.add_argument("--top-k", type=int, default=10, help="final sources per persona's retrieval (default 10)")
-    ask.add_argument("--sector", action="append", dest="sectors", help="only this sector (repeatable)")
-    ask.add_argument("--since", type=instant, help="only sources published on or after this date")
-    ask.add_argument("--until", type=instant, help="only sources published before this date")
+    add_source_filters(ask)
     ask.add_argument("--persona", action="append", dest="personas", choices=SPECIALISTS,
                      help="call this specialist (repeatable); default: the coordinator decides")
     ask.add_argument("--engine", choices=["offline", "openai"], help="LLM engine (default: ATLAS_LLM or offline)")

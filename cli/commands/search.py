@@ -10,7 +10,7 @@ import argparse
 import json
 from datetime import datetime
 
-from forum_atlas.cli.output import instant, table
+from forum_atlas.cli.output import add_source_filters, table
 from forum_atlas.config import EMBEDDER_NAMES
 from forum_atlas.documents.model import format_pages
 
@@ -21,9 +21,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     p = groups.add_parser("search", help="hybrid retrieval: final sources with their per-stage ranks")
     p.add_argument("query")
     p.add_argument("--top-k", type=int, default=5, help="final sources (default 5)")
-    p.add_argument("--sector", action="append", dest="sectors", help="only this sector (repeatable)")
-    p.add_argument("--since", type=instant, help="published on or after this date")
-    p.add_argument("--until", type=instant, help="published before this date")
+    add_source_filters(p)
     p.add_argument("--rrf-k", type=int, default=50, help="Reciprocal Rank Fusion constant (default 50)")
     p.add_argument("--reranker", choices=["none", "flashrank", "cohere"], help="default: ATLAS_RERANKER or none")
     p.add_argument("--embedder", choices=EMBEDDER_NAMES, help="default: ATLAS_EMBEDDER or onnx-minilm")

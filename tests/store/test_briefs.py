@@ -38,9 +38,10 @@ from forum_atlas.store.briefs import (
     verbatim_matches,
     verify_brief,
 )
-from forum_atlas.store.documents import update_source
 from forum_atlas.store.db import verify_audit
+from forum_atlas.store.documents import update_source
 from tests.support.corpus import TEST_SOURCE, ingest, record
+from tests.support.snapshot import part_regions
 
 TABLES = ("evidence_snapshots", "briefs", "brief_sections", "brief_claims", "citations", "provider_calls")
 
@@ -556,23 +557,12 @@ def test_twenty_concurrent_briefs_all_land(db, corpus):
 # ---------------------------------------------------------------- tampering is detected
 
 
-def _regions(obj) -> list[tuple[str, int, int]]:
-    regions, pos = [], 0
-    keys = sorted(obj)
-    for i, key in enumerate(keys):
-        piece = ("{" if i == 0 else "") + json.dumps(key, ensure_ascii=False) + ":" + canonical_json(obj[key]) + (
-            "}" if i == len(keys) - 1 else ",")
-        regions.append((key, pos, pos + len(piece)))
-        pos += len(piece)
-    return regions
-
-
 def test_flipping_a_byte_of_a_snapshot_is_detected_and_names_the_part(db, corpus, database_url):
     rec = make_record(corpus)
     stored = persist_brief(db, rec)
     other = persist_brief(db, make_record(corpus, question="An untouched brief?"))
     text = canonical_json(rec.snapshot)
-    regions = _regions(rec.snapshot)
+    regions = part_regions(rec.snapshot)
     assert regions[-1][2] == len(text)
     # Every part boundary (the bytes around it) plus a stride through the rest.
     positions = sorted({p for _, start, end in regions for p in (start, start + 1, start + 2, end - 2, end - 1)}

@@ -14,6 +14,7 @@ from forum_atlas.deliberation.snapshot import (
     part_digests,
     seal,
 )
+from tests.support.snapshot import part_regions
 
 SNAPSHOT = {
     "retrieval": {"stages": [{"name": "bm25", "hits": [[11, 7.25], [12, 3.5]]}, {"name": "dense", "hits": []}],
@@ -77,23 +78,10 @@ def test_an_untouched_text_has_no_changed_part():
     assert changed_parts("{}", {}) == []
 
 
-def _regions(obj):
-    """(part, start, end) of every top-level part of the canonical text: the opening brace and a
-    part's key, colon, value and following separator belong to that part."""
-    regions, pos = [], 0
-    keys = sorted(obj)
-    for i, key in enumerate(keys):
-        piece = ("{" if i == 0 else "") + json.dumps(key, ensure_ascii=False) + ":" + canonical_json(obj[key]) + (
-            "}" if i == len(keys) - 1 else ",")
-        regions.append((key, pos, pos + len(piece)))
-        pos += len(piece)
-    return regions
-
-
 def test_changing_any_single_character_names_the_part_it_belongs_to():
     text = canonical_json(SNAPSHOT)
     digests = part_digests(SNAPSHOT)
-    regions = _regions(SNAPSHOT)
+    regions = part_regions(SNAPSHOT)
     assert regions[-1][2] == len(text)
     for i, char in enumerate(text):
         flipped = text[:i] + chr(ord(char) ^ 1) + text[i + 1:]

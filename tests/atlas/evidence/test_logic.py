@@ -93,6 +93,6 @@ def test_the_cli_and_the_flow_offer_exactly_the_registered_sources():
     from typing import get_args
 
     from forum_atlas.cli.commands.evidence import SOURCES
-    from forum_atlas.flows.gather_evidence import Source
+    from forum_atlas.tasks.evidence import Source
 
     assert set(SOURCES) == set(get_args(Source)) == set(SPECS)
