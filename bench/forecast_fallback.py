@@ -22,9 +22,11 @@ rule's probability looks overconfident next to its Monte-Carlo output), each aga
   the adaptive base rate in standard errors; 0 below 30 changes' worth), then v4's recalibration;
 - no drift: v4 without its drift step (the adaptive base rate, then v4's recalibration);
 - widened: sigmoid(logit(p4) / T), T in TEMPERATURES with the best held-out Brier on earlier origins
-  (15-year half-life) — what widening the drift's spread does to the Monte-Carlo mean: it pulls the
-  log-odds toward 0, i.e. toward 0.5;
-- tempered toward w: sigmoid(logit(w) + (logit(p4) − logit(w)) / T), T chosen the same way.
+  (15-year half-life), once that record holds 30 independent changes' worth (before, p4) — what widening
+  the drift's spread does to the Monte-Carlo mean: it pulls the log-odds toward 0, i.e. toward 0.5;
+- tempered toward w: sigmoid(logit(w) + (logit(p4) − logit(w)) / T), T chosen the same way;
+- each of those two gated: used only while its own record over p4 (each earlier origin scored with the T
+  chosen before it) passes v4's gate, else p4.
 
 A last section states what v4's record said at the cut itself (the last origin before 2015, outcomes
 published by then only), which bounds what any rule chosen before the cut could have done there.
@@ -101,11 +103,13 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
         return np.where(on, mapped, raw)
 
     def tempered(centre: np.ndarray) -> np.ndarray:
-        """logit(p4) pulled toward logit(centre) by the temperature with the best held-out Brier so far."""
+        """logit(p4) pulled toward logit(centre) by the temperature with the best held-out Brier so far, once
+        that record holds MIN_RECORD_CHANGES independent changes' worth (before that, p4)."""
         scaled = [_sigmoid(_logit(centre) + (_logit(v4) - _logit(centre)) / t) for t in TEMPERATURES]
-        gains = np.stack([held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h, periods_per_year)[1]
-                          for p in scaled])
-        return np.choose(np.argmax(gains, axis=0), scaled)
+        records = [held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h, periods_per_year)
+                   for p in scaled]
+        best = np.choose(np.argmax(np.stack([record[1] for record in records]), axis=0), scaled)
+        return np.where(records[0][0] / h >= MIN_RECORD_CHANGES, best, v4)
 
     def gated(p: np.ndarray) -> np.ndarray:
         """p where its record over p4 (each earlier origin scored with what p was there) passes v4's gate, else p4."""
