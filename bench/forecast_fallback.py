@@ -116,6 +116,7 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
         return np.where(held_out_gate_passed(held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h,
                                                            periods_per_year), h), p, v4)
 
+    widened, toward_whole = tempered(half), tempered(whole)
     return {  # v4's fallbacks first (issue 27, second pass), then the third pass's rules
         "v4": v4,
         "gate": np.where(held_out_gate_passed(gain_over_whole(v4), h), v4, whole),
@@ -126,10 +127,10 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
         "strict gate": np.where(held_out_gate_passed(gain_over_whole(v4), h, STRICT_GATE_Z), v4, whole),
         "soft drift": recalibrated(history.adaptive + drift_weight * (history.drift - history.adaptive)),
         "no drift": recalibrated(history.adaptive),
-        "widened": tempered(half),
-        "tempered toward w": tempered(whole),
-        "widened, gated": gated(tempered(half)),
-        "tempered toward w, gated": gated(tempered(whole)),
+        "widened": widened,
+        "tempered toward w": toward_whole,
+        "widened, gated": gated(widened),
+        "tempered toward w, gated": gated(toward_whole),
     }
 
 
