@@ -105,14 +105,21 @@ def _shrunk(rate: np.ndarray, effective_changes: np.ndarray, whole: np.ndarray) 
     return (effective_changes * rate + PRIOR_CHANGES * whole) / (effective_changes + PRIOR_CHANGES)
 
 
-def held_out_gate_passed(sums: np.ndarray, horizon: int) -> np.ndarray:
-    """`HeldOutRecord.passed` at every row of `held_out_sums`, vectorised."""
+def held_out_stats(sums: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`held_out_record` at every row of `held_out_sums`, vectorised: independent changes, mean gain, its SE."""
     total, gain_sum, square_sum = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(total > 0, gain_sum / total, 0.0)
         changes = total / horizon
         spread = np.sqrt(np.maximum(np.where(total > 0, square_sum / total, 0.0) - mean ** 2, 0.0))
-    return (changes >= MIN_RECORD_CHANGES) & (mean > DRIFT_GATE_Z * spread / np.sqrt(np.maximum(changes, 1.0)))
+    return changes, mean, spread / np.sqrt(np.maximum(changes, 1.0))
+
+
+def held_out_gate_passed(sums: np.ndarray, horizon: int, z: float = DRIFT_GATE_Z) -> np.ndarray:
+    """`HeldOutRecord.passed` at every row of `held_out_sums`, vectorised (`z`: the standard errors the
+    mean gain must exceed; the rules use DRIFT_GATE_Z)."""
+    changes, mean, se = held_out_stats(sums, horizon)
+    return (changes >= MIN_RECORD_CHANGES) & (mean > z * se)
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,16 @@ class Recalibration:
     def apply(self, forecast: np.ndarray) -> np.ndarray:
         mapped = self.mean_outcome + self.slope * (forecast - self.mean_forecast)
         return np.where(self.fitted, np.clip(mapped, PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR), forecast)
+
+
+def gated_recalibration(raw: np.ndarray, outcome: np.ndarray, usable: np.ndarray, horizon: int,
+                        periods_per_year: float) -> tuple[Recalibration, np.ndarray, np.ndarray, np.ndarray]:
+    """Step 3 on any probability: the maps fitted at every row, each row's mapped probability, the held-out
+    record of mapped over raw and whether it passed (the published probability is mapped where it did)."""
+    recalibration = Recalibration.of(raw, outcome, usable, horizon, periods_per_year)
+    recalibrated = recalibration.apply(raw)
+    record = held_out_sums((raw - outcome) ** 2 - (recalibrated - outcome) ** 2, usable, horizon, periods_per_year)
+    return recalibration, recalibrated, record, held_out_gate_passed(record, horizon)
 
 
 @dataclass(frozen=True)
@@ -224,11 +241,8 @@ class AdaptiveHistory:
         drift_on = held_out_gate_passed(drift_record, horizon)
         raw = np.where(drift_on, drift, adaptive)
 
-        recalibration = Recalibration.of(raw, outcome, usable, horizon, periods_per_year)
-        recalibrated = recalibration.apply(raw)
-        recalibration_record = held_out_sums((raw - outcome) ** 2 - (recalibrated - outcome) ** 2, usable, horizon,
-                                             periods_per_year)
-        recalibration_on = held_out_gate_passed(recalibration_record, horizon)
+        recalibration, recalibrated, recalibration_record, recalibration_on = gated_recalibration(
+            raw, outcome, usable, horizon, periods_per_year)
         return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, in_use,
                    adaptive, drift, (recent + prior) / horizon, drift_record, drift_on, raw, recalibration,
                    recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw))

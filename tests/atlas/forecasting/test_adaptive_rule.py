@@ -17,9 +17,11 @@ from forum_atlas.forecasting.adaptive import (
     AdaptiveHistory,
     AdaptiveRule,
     Recalibration,
+    held_out_gate_passed,
+    held_out_stats,
 )
 from forum_atlas.forecasting.binding import BoundQuestion
-from forum_atlas.forecasting.drivers import DRIFT_DRIVER, SeriesView
+from forum_atlas.forecasting.drivers import DRIFT_DRIVER, SeriesView, held_out_record, held_out_sums
 from forum_atlas.forecasting.montecarlo import simulate
 
 
@@ -103,3 +105,17 @@ def test_drivers_state_their_records_and_drift_and_recalibration_are_gated():
     assert all(d.weight == 0.0 and "failed" in d.rationale for d in drivers[1:])
     assert drivers[0].weight == 0.0 and record["base_rate_candidates"] == [WHOLE_HISTORY]
     assert record["probability_before_sampling"] == base_rate and not record["recalibrated"]
+
+
+def test_the_vectorised_gate_is_the_record_s_verdict_and_a_higher_bar_passes_fewer_rows():
+    rng = np.random.default_rng(7)
+    gain = rng.normal(0.002, 0.05, 4000)
+    usable = rng.random(4000) < 0.9
+    sums = held_out_sums(gain, usable, 5, 261.0)
+    changes, mean, se = held_out_stats(sums, 5)
+    for i in (10, 400, 2500, 3999):
+        record = held_out_record(sums[:, i], 5)
+        assert (changes[i], mean[i], se[i]) == pytest.approx((record.changes, record.gain, record.gain_se))
+        assert bool(held_out_gate_passed(sums, 5)[i]) == record.passed
+    default, strict = held_out_gate_passed(sums, 5), held_out_gate_passed(sums, 5, z=1.0)
+    assert np.all(default | ~strict) and strict.sum() < default.sum()

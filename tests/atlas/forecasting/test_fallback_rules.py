@@ -24,7 +24,8 @@ def test_a_planted_value_changes_no_rule_before_its_row(shared_data):
     poisoned = values.copy()
     poisoned[planted:] += 5.0  # a jump from row 150 on: every later change question sees a new regime
     honest, moved = _rules(values, 3), _rules(poisoned, 3)
-    assert list(honest) == ["v4", "gate", "shrink", "recent sign", "leader", "equal mix"]
+    assert list(honest) == ["v4", "gate", "shrink", "recent sign", "leader", "equal mix", "strict gate", "soft drift",
+                            "no drift", "widened", "tempered toward w", "widened, gated", "tempered toward w, gated"]
     for name in honest:
         assert np.array_equal(honest[name][:planted], moved[name][:planted]), name
     # the plant is really there: the rules read it from its row on
@@ -39,12 +40,25 @@ def test_each_rule_publishes_what_it_says():
     v4, whole = history.probability, history.candidates[0]
     assert np.array_equal(rules["v4"], v4)
     assert np.allclose(rules["equal mix"], (v4 + whole) / 2)
-    for name in ("gate", "shrink", "recent sign", "leader"):
+    for name in ("gate", "shrink", "recent sign", "leader", "strict gate", "widened", "tempered toward w",
+                 "widened, gated", "tempered toward w, gated"):
         p = rules[name]
         assert np.all((p >= np.minimum(np.minimum(v4, whole), 0.5) - 1e-12)
                       & (p <= np.maximum(np.maximum(v4, whole), 0.5) + 1e-12)), name
-    # the gate and the recent sign publish either v4 or the whole history, and use each somewhere
-    for name in ("gate", "recent sign"):
+    # the gates and the recent sign publish either v4 or the whole history, and use each somewhere
+    for name in ("gate", "strict gate", "recent sign"):
         p = rules[name]
         assert np.all(np.isclose(p, v4) | np.isclose(p, whole)), name
     assert np.any(~np.isclose(rules["recent sign"], v4)) and np.any(~np.isclose(rules["recent sign"], whole))
+    # a 1-SE bar is stricter than v4's 0.25 SE: the strict gate keeps v4 only where the gate does
+    assert np.all(np.isclose(rules["strict gate"], whole) | np.isclose(rules["gate"], v4))
+    # widening and tempering pull the log-odds toward 0.5 and toward w, never past them
+    for name, centre in (("widened", np.full(len(v4), 0.5)), ("tempered toward w", whole)):
+        assert np.all(np.abs(rules[name] - centre) <= np.abs(v4 - centre) + 1e-12), name
+        assert np.all(np.sign(rules[name] - centre) * np.sign(v4 - centre) >= 0), name
+    # the drift variants keep v4's other steps: until the drift first counts, all three publish the same
+    first = int(np.argmax(history.drift_on))
+    assert history.drift_on.any() and first > 0
+    for name in ("no drift", "soft drift"):
+        assert np.array_equal(rules[name][:first], v4[:first]), name
+        assert not np.allclose(rules[name][first:], v4[first:]), name
