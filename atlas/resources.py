@@ -16,7 +16,7 @@ def _folder(package: str) -> Path:
 
 
 def sql_folder() -> Path:
-    """The numbered migrations (`NNN_name.sql`)."""
+    """The schema: `migrations/` (numbered), `functions/` (one current file per area), `native/`."""
     return _folder("forum_atlas.sql")
 
 

@@ -2,7 +2,7 @@
 server's own PGXS, installed by `atlas db install-kernel` (and once, automatically, when an embedded
 database is first opened), every attempt recorded in forum.kernel_installs (sql/013).
 
-`forum.bm25_search` (sql/011) calls the kernel when `forum.bm25_native_top_k` exists, and the
+`forum.bm25_search` (sql/functions/bm25.sql) calls the kernel when `forum.bm25_native_top_k` exists, and the
 PL/pgSQL MaxScore search otherwise or when the kernel's library does not load; both return the same
 rows. Installing needs what only a server on this machine offers: a superuser role, PostgreSQL 15 or
 later, the server's pg_config, PGXS files and headers here, `make`, a C compiler (`$CC`, else `cc`)

@@ -45,11 +45,14 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_the_wheel_carries_every_runtime_file_under_one_name(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    migrations = sorted(p.name for p in (REPO / "sql").glob("[0-9][0-9][0-9]_*.sql"))
-    assert migrations
+    migrations = sorted(p.name for p in (REPO / "sql" / "migrations").glob("[0-9][0-9][0-9]_*.sql"))
+    function_files = sorted(p.name for p in (REPO / "sql" / "functions").glob("*.sql"))
+    assert migrations and function_files
     expected = {
-        *(f"forum_atlas/sql/{name}" for name in migrations),
-        "forum_atlas/sql/MIGRATIONS.sha256",
+        *(f"forum_atlas/sql/migrations/{name}" for name in migrations),
+        "forum_atlas/sql/migrations/MIGRATIONS.sha256",
+        *(f"forum_atlas/sql/functions/{name}" for name in function_files),
+        "forum_atlas/sql/functions/ORDER",
         *(f"forum_atlas/sql/native/{p.name}" for p in (REPO / "sql" / "native").iterdir() if p.is_file()),
         "forum_atlas/data/forecast_lane.json",
         "forum_atlas/data/sample/scifact_sample.jsonl",
@@ -77,6 +80,7 @@ result = {
     "package": forum_atlas.__file__,
     "sql_folder": str(sql_folder()),
     "migrations": [m.filename for m in migrations.discover()],
+    "function_files": [f.filename for f in migrations.discover_functions()],
     "sample": str(data_file("sample", "scifact_sample.jsonl")),
     "editable_finders": [repr(f) for f in sys.meta_path if "editable" in repr(f).lower()],
     "other_names": {},
@@ -102,7 +106,8 @@ def test_the_unpacked_wheel_works_from_its_own_files(wheel, tmp_path):
     assert result["editable_finders"] == []
     assert Path(result["package"]).is_relative_to(unpacked)
     assert Path(result["sql_folder"]).is_relative_to(unpacked)
-    assert result["migrations"] == sorted(p.name for p in (REPO / "sql").glob("[0-9][0-9][0-9]_*.sql"))
+    assert result["migrations"] == sorted(p.name for p in (REPO / "sql" / "migrations").glob("[0-9][0-9][0-9]_*.sql"))
+    assert sorted(result["function_files"]) == sorted(p.name for p in (REPO / "sql" / "functions").glob("*.sql"))
     assert Path(result["sample"]).is_relative_to(unpacked) and Path(result["sample"]).is_file()
     assert result["other_names"] == dict.fromkeys(("atlas", "store", "tasks", "cli", "flows", "blocks"),
                                                   "ModuleNotFoundError")

@@ -1,4 +1,4 @@
-"""Applied migrations are immutable: sql/MIGRATIONS.sha256 pins every numbered migration's checksum
+"""Applied migrations are immutable: sql/migrations/MIGRATIONS.sha256 pins every numbered migration's checksum
 (the one forum.schema_migrations records), so an edit fails here before it reaches a database that
 would refuse it."""
 
@@ -13,7 +13,7 @@ from forum_atlas.store import migrations
 from forum_atlas.store.migrations import CHECKSUMS, MigrationError
 
 RULE = ("applied migrations are never edited: a fix goes in a new numbered file, and a new file's line is "
-        "appended with `python -m forum_atlas.store.migrations checksum sql/NNN_name.sql`")
+        "appended with `python -m forum_atlas.store.migrations checksum sql/migrations/NNN_name.sql`")
 
 
 def _listed(folder: Path) -> dict[str, str]:
@@ -31,31 +31,31 @@ def checksum_problems(folder: Path) -> list[str]:
     found = {m.filename: m.checksum for m in migrations.discover(folder)}
     problems = []
     if changed := sorted(name for name in found.keys() & listed.keys() if found[name] != listed[name]):
-        problems.append(f"{changed} changed since their lines in sql/{CHECKSUMS} were written (undo the edit)")
+        problems.append(f"{changed} changed since their lines in sql/migrations/{CHECKSUMS} were written (undo the edit)")
     if unlisted := sorted(found.keys() - listed.keys()):
-        problems.append(f"{unlisted} not listed in sql/{CHECKSUMS}")
+        problems.append(f"{unlisted} not listed in sql/migrations/{CHECKSUMS}")
     if missing := sorted(listed.keys() - found.keys()):
-        problems.append(f"{missing} listed in sql/{CHECKSUMS} but missing from sql/")
+        problems.append(f"{missing} listed in sql/migrations/{CHECKSUMS} but missing from sql/migrations/")
     return problems
 
 
 def test_every_migration_is_listed_with_its_checksum():
-    problems = checksum_problems(migrations.sql_dir())
+    problems = checksum_problems(migrations.sql_dir() / "migrations")
     assert not problems, "; ".join(problems) + f". {RULE}"
 
 
 def test_an_edited_an_unlisted_and_a_missing_migration_are_each_caught(tmp_path):
-    folder = tmp_path / "sql"
-    shutil.copytree(migrations.sql_dir(), folder, ignore=shutil.ignore_patterns("__pycache__", "native"))
+    folder = tmp_path / "migrations"
+    shutil.copytree(migrations.sql_dir() / "migrations", folder)
     assert checksum_problems(folder) == []
     first, last = min(folder.glob("[0-9]*.sql")), max(folder.glob("[0-9]*.sql"))
     first.write_text(first.read_text(encoding="utf-8") + "-- a late fix\n", encoding="utf-8")
     (folder / "999_new.sql").write_text("SELECT 1;\n", encoding="utf-8")
     last.unlink()
     assert checksum_problems(folder) == [
-        f"['{first.name}'] changed since their lines in sql/{CHECKSUMS} were written (undo the edit)",
-        f"['999_new.sql'] not listed in sql/{CHECKSUMS}",
-        f"['{last.name}'] listed in sql/{CHECKSUMS} but missing from sql/",
+        f"['{first.name}'] changed since their lines in sql/migrations/{CHECKSUMS} were written (undo the edit)",
+        f"['999_new.sql'] not listed in sql/migrations/{CHECKSUMS}",
+        f"['{last.name}'] listed in sql/migrations/{CHECKSUMS} but missing from sql/migrations/",
     ]
 
 

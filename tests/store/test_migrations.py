@@ -23,10 +23,11 @@ def test_applies_in_order_once_and_records_checksums(empty_database_url, sql_cop
     with _connect(empty_database_url) as conn:
         conn.execute("CREATE EXTENSION vector")
         applied = migrations.apply_pending(conn, sql_copy)
-        assert applied == sorted(p.name for p in sql_copy.glob("*.sql"))
+        numbered = sorted(p.name for p in (sql_copy / "migrations").glob("*.sql"))
+        assert applied == numbered + [f"functions/{f.filename}" for f in migrations.discover_functions()]
         assert migrations.apply_pending(conn, sql_copy) == []
         recorded = migrations.applied(conn)
-        assert [r["filename"] for r in recorded] == applied
+        assert [r["filename"] for r in recorded] == numbered
         assert all(len(r["checksum"]) == 64 for r in recorded)
 
 
@@ -34,7 +35,7 @@ def test_a_changed_applied_migration_is_refused(empty_database_url, sql_copy):
     with _connect(empty_database_url) as conn:
         conn.execute("CREATE EXTENSION vector")
         migrations.apply_pending(conn, sql_copy)
-        first = sorted(sql_copy.glob("*.sql"))[0]
+        first = sorted((sql_copy / "migrations").glob("*.sql"))[0]
         first.write_text(first.read_text() + "\n-- edited after it was applied\n")
         with pytest.raises(MigrationChecksumError, match=f"{first.name} was applied with checksum"):
             migrations.apply_pending(conn, sql_copy)
@@ -44,9 +45,11 @@ def test_a_new_migration_is_applied_and_a_failing_one_leaves_nothing(empty_datab
     with _connect(empty_database_url) as conn:
         conn.execute("CREATE EXTENSION vector")
         migrations.apply_pending(conn, sql_copy)
-        (sql_copy / "900_extra.sql").write_text("CREATE TABLE forum.extra (x int);")
-        assert migrations.apply_pending(conn, sql_copy) == ["900_extra.sql"]
-        (sql_copy / "901_broken.sql").write_text("CREATE TABLE forum.half (x int); SELECT no_such_function();")
+        (sql_copy / "migrations" / "900_extra.sql").write_text("CREATE TABLE forum.extra (x int);")
+        # A migration may replace or drop what a function file defines: every file is applied again after it.
+        assert migrations.apply_pending(conn, sql_copy) == ["900_extra.sql"] + [
+            f"functions/{f.filename}" for f in migrations.discover_functions()]
+        (sql_copy / "migrations" / "901_broken.sql").write_text("CREATE TABLE forum.half (x int); SELECT no_such_function();")
         with pytest.raises(psycopg.errors.UndefinedFunction):
             migrations.apply_pending(conn, sql_copy)
         assert conn.execute("SELECT to_regclass('forum.half') AS t").fetchone()["t"] is None
@@ -54,10 +57,10 @@ def test_a_new_migration_is_applied_and_a_failing_one_leaves_nothing(empty_datab
 
 
 def test_badly_named_and_unknown_migrations_are_refused(empty_database_url, sql_copy):
-    (sql_copy / "7_bad name.sql").write_text("SELECT 1;")
+    (sql_copy / "migrations" / "7_bad name.sql").write_text("SELECT 1;")
     with pytest.raises(MigrationError, match="named NNN_lower_snake.sql"):
-        migrations.discover(sql_copy)
-    (sql_copy / "7_bad name.sql").unlink()
+        migrations.discover(sql_copy / "migrations")
+    (sql_copy / "migrations" / "7_bad name.sql").unlink()
     with _connect(empty_database_url) as conn:
         conn.execute("CREATE EXTENSION vector")
         migrations.apply_pending(conn, sql_copy)

@@ -4,7 +4,6 @@ verify, under the rule that sealed them, with the current rule's view as a note.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 
 import psycopg
@@ -68,14 +67,9 @@ def test_sql_and_python_agree_on_word_boundaries(db, quote, expected):
 @pytest.fixture
 def database_before_080(empty_database_url, tmp_path):
     """A database migrated as it was before issue 22 (every migration before 080)."""
-    older = tmp_path / "sql-before-080"
-    shutil.copytree(migrations.sql_dir(), older)
-    for later in older.glob("*.sql"):
-        if later.name >= "080":
-            later.unlink()
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION vector")
-        migrations.apply_pending(conn, older)
+        migrations.apply_pending(conn, before=80)
     database = Database.open(Settings(database_url=empty_database_url, data_dir=tmp_path, embedder="hashed"),
                              migrate=False)
     yield database, empty_database_url
