@@ -380,6 +380,15 @@ def registered_scoring_versions(conn: psycopg.Connection) -> list[dict[str, Any]
                              FROM forum.scoring_versions ORDER BY version""").fetchall()
 
 
+def scoring_versions_in_use(conn: psycopg.Connection) -> list[str]:
+    """The default version first, then every other registered version that has score rows (one a data engineer
+    backfilled): the versions the nightly keeps current."""
+    return [r["version"] for r in conn.execute(
+        """SELECT r.version FROM forum.scoring_versions r
+            WHERE r.is_default OR EXISTS (SELECT 1 FROM forum.forecast_scores s WHERE s.scoring_version = r.version)
+            ORDER BY r.is_default DESC, r.version""").fetchall()]
+
+
 def version_summaries(conn: psycopg.Connection) -> pd.DataFrame:
     """Per registered version: forecasts with a current score in it, how many resolved, and the mean score over
     the resolved ones (in its measure's column)."""
