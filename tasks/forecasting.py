@@ -88,8 +88,8 @@ def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
         if repo.binding_exists(conn, question.key, question.target_date):
             return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
         answer = adaptive_answer(observations, question, registry.info(spec.series_id).frequency)
-        # on this transaction's connection: a handle opened from the settings is a second pool, and on a database
-        # not migrated yet its migration waited for the locks this transaction holds (a hang)
+        # on this transaction's connection: a second handle would wait for it (and, opening an unmigrated
+        # database, migrate against the locks this transaction holds: a hang)
         drivers, evidence_note = _with_evidence(db.settings, answer.drivers, conn)
         record = make_forecast(question.text, base_rate=answer.base_rate, drivers=drivers,
                                confidence_target=spec.confidence_target, issued_at=issued_at, requested_via="lane",
