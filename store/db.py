@@ -34,8 +34,6 @@ from forum_atlas.integrity import (
 from forum_atlas.store import migrations, native, pgserver
 
 MIN_PGVECTOR = (0, 5)
-# what the packages that may not import psycopg (tasks/) name a caller's open connection
-Connection = psycopg.Connection
 
 
 class DatabaseError(RuntimeError):

@@ -255,40 +255,28 @@ def candidate_chunks(conn: psycopg.Connection, fused: StageResult, options: Retr
 
 @dataclass(frozen=True)
 class Retriever:
-    """The pipeline's stages as plain calls on one database, query embedder and reranker. With `conn`, every
-    stage runs on that connection (a caller's open transaction, which then sees its own uncommitted rows)
-    instead of taking one from a pool, so a caller holding a transaction never opens a second handle."""
-    db: Database | None
+    """The pipeline's stages as plain calls on one database, query embedder and reranker."""
+    db: Database
     embedder: Embedder
     reranker: Reranker
-    conn: psycopg.Connection | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings, conn: psycopg.Connection | None = None) -> "Retriever":
-        return cls(None if conn is not None else shared_database(settings), embedder_for(settings),
-                   reranker_for(settings), conn)
+    def from_settings(cls, settings: Settings) -> "Retriever":
+        return cls(shared_database(settings), embedder_for(settings), reranker_for(settings))
 
     def __repr__(self) -> str:  # what the Prefect UI shows as a task parameter
         return f"Retriever(embedder={self.embedder.name}, reranker={self.reranker.name})"
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection]:
-        if self.conn is not None:
-            yield self.conn
-        else:
-            with self.db.connection() as conn:
-                yield conn
-
     def check(self, query: str, options: RetrievalOptions) -> Request:
-        with self._connection() as conn:
+        with self.db.connection() as conn:
             return Request(*prepare_request(conn, query, options))
 
     def bm25(self, request: Request) -> StageResult:
-        with self._connection() as conn:
+        with self.db.connection() as conn:
             return bm25(conn, request.query, request.options)
 
     def dense(self, request: Request) -> StageResult:
-        with self._connection() as conn:
+        with self.db.connection() as conn:
             return dense(conn, self.embedder, request.query, request.options)
 
     def legs(self, request: Request) -> tuple[StageResult, StageResult]:
@@ -299,6 +287,6 @@ class Retriever:
 
     def rerank(self, request: Request, lexical: StageResult, semantic: StageResult,
                fused: StageResult) -> RetrievalResult:
-        with self._connection() as conn:
+        with self.db.connection() as conn:
             chunks = candidate_chunks(conn, fused, request.options)
         return stages.finish(request.query, request.options, lexical, semantic, fused, chunks, self.reranker)

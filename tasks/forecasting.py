@@ -20,25 +20,23 @@ from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError, check
 from forum_atlas.llm import make_driver_engine
 from forum_atlas.providers import ProviderError
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.db import Connection, Database, shared_database
+from forum_atlas.store.db import Database, shared_database
 from forum_atlas.tasks.scoring import retry_transient_provider_errors
 
 EVIDENCE_PER_DRIVER = 3
 
 
-def evidence_search(settings: Settings, conn: Connection | None = None) -> tuple[EvidenceSearch | None, str]:
-    """The hybrid-retrieval function used for driver evidence (on `conn` when given: a caller's open
-    transaction), or None with the reason it is absent."""
+def evidence_search(settings: Settings) -> tuple[EvidenceSearch | None, str]:
+    """The hybrid-retrieval function used for driver evidence, or None with the reason it is absent."""
     try:
         from forum_atlas.tasks.retrieval import search_passages  # the retrieval lane's plain function
     except ImportError as exc:
         return None, f"hybrid retrieval unavailable ({exc})"
-    return (lambda query, limit: search_passages(settings, query, top_k=limit, conn=conn)), "hybrid retrieval"
+    return (lambda query, limit: search_passages(settings, query, top_k=limit)), "hybrid retrieval"
 
 
-def _with_evidence(settings: Settings, drivers: Sequence[Driver],
-                   conn: Connection | None = None) -> tuple[list[Driver], str]:
-    search, note = evidence_search(settings, conn)
+def _with_evidence(settings: Settings, drivers: Sequence[Driver]) -> tuple[list[Driver], str]:
+    search, note = evidence_search(settings)
     if search is None:
         return list(drivers), note
     try:
@@ -88,9 +86,7 @@ def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
         if repo.binding_exists(conn, question.key, question.target_date):
             return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
         answer = adaptive_answer(observations, question, registry.info(spec.series_id).frequency)
-        # on this transaction's connection: a second handle would wait for it (and, opening an unmigrated
-        # database, migrate against the locks this transaction holds: a hang)
-        drivers, evidence_note = _with_evidence(db.settings, answer.drivers, conn)
+        drivers, evidence_note = _with_evidence(db.settings, answer.drivers)
         record = make_forecast(question.text, base_rate=answer.base_rate, drivers=drivers,
                                confidence_target=spec.confidence_target, issued_at=issued_at, requested_via="lane",
                                seed=seed, engine={"drivers": ADAPTIVE_RULE_VERSION, "base_rate": answer.record,

@@ -20,7 +20,6 @@ from prefect.cache_policies import NO_CACHE
 from forum_atlas.config import Settings
 from forum_atlas.retrieval.model import Request, RetrievalOptions, RetrievalResult, StageResult
 from forum_atlas.retrieval.pipeline import retrieve
-from forum_atlas.store.db import Connection
 from forum_atlas.store.retrieval import Retriever
 
 retrieval_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -79,19 +78,16 @@ def retrieve_in_flow(settings: Settings, query: str, options: RetrievalOptions =
     return retrieve(TaskRetriever(Retriever.from_settings(settings)), query, options)
 
 
-def retrieve_plain(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions(),
-                   conn: Connection | None = None) -> RetrievalResult:
-    """The same pipeline as plain calls: no task runs (usable from inside any task, or no flow); with `conn`,
-    on that connection only."""
-    return retrieve(Retriever.from_settings(settings, conn), query, options)
+def retrieve_plain(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:
+    """The same pipeline as plain calls: no task runs (usable from inside any task, or no flow)."""
+    return retrieve(Retriever.from_settings(settings), query, options)
 
 
-def search_passages(settings: Settings, query: str, *, top_k: int = 5, conn: Connection | None = None,
-                    **options: Any) -> list[dict[str, Any]]:
+def search_passages(settings: Settings, query: str, *, top_k: int = 5, **options: Any) -> list[dict[str, Any]]:
     """Final passages as dicts (chunk_id, document_id, title, body, url, score, rank, start_char,
     end_char, ranks per stage), best first — for callers that want passages, not a trace (forecast
-    driver evidence). Plain calls, so it is usable from inside any task; `conn`: a caller's open connection."""
-    result = retrieve_plain(settings, query, RetrievalOptions(top_k=top_k, **options), conn)
+    driver evidence). Plain calls, so it is usable from inside any task."""
+    result = retrieve_plain(settings, query, RetrievalOptions(top_k=top_k, **options))
     final = result.stages[-1] if result.stages else None
     ranks = final.ranks() if final else {}
     scores = {c.chunk_id: c.score for c in final.candidates} if final else {}

@@ -164,19 +164,6 @@ def test_scores_and_forecasts_are_append_only(db, series):
                 conn.execute(statement)
 
 
-def test_binding_retrieves_its_evidence_on_its_own_transactions_connection(db, series):
-    """The driver evidence is searched inside the binding's transaction, on its connection: a handle whose
-    settings name an unreachable database (where a second handle opened from them would fail; on an unmigrated
-    database it hung, migrating against the transaction's locks) binds all the same."""
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
-    unreachable = replace(db.settings, database_url="postgresql://atlas@127.0.0.1:1/nowhere")
-    spec = LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous")
-    bound = issue_bound_forecast(replace(db, settings=unreachable), spec, at(2025, 4, 15), None, seed=1)
-    assert bound["status"] == "bound"
-    with db.connection() as conn:
-        assert repo.get_forecast(conn, bound["forecast_id"])["engine"]["evidence"] == "hybrid retrieval"
-
-
 def test_lane_is_idempotent_and_records_the_issue(db, series):
     repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     spec = LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous")
