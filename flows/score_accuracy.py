@@ -1,5 +1,6 @@
 """Nightly scoring (FC-6/7/8): fetch a new vintage of every series with due bindings → resolve bound
-forecasts past their deadline → append Brier scores (great-expectations-checked) → Accuracy report as
+forecasts past their deadline → append scores in every scoring version in use (the default and each one
+backfilled; great-expectations-checked) → Accuracy report as
 table, markdown and image artifacts (and files when asked). A run whose fetch failed ends Degraded.
 """
 
@@ -22,6 +23,7 @@ from forum_atlas.tasks.scoring import (
     publish_report_artifacts,
     resolve_and_score,
     run_name_from,
+    scoring_versions_in_use,
     series_due,
 )
 
@@ -61,14 +63,20 @@ def score_accuracy(params: ScoringParameters = ScoringParameters(),
     as_of = params.as_of or datetime.now(timezone.utc)
     if as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=timezone.utc)
-    run = resolve_and_score(settings, mode="nightly", as_of=as_of, run_id=flow_run_id())
+    # every version in use (the default first), each in its own transaction: a backfilled version stays current
+    runs = [resolve_and_score(settings, mode="nightly", as_of=as_of, run_id=flow_run_id(), scoring_version=version)
+            for version in scoring_versions_in_use(settings)]
+    run = runs[0]
     report, files = build_accuracy_report(settings, fixed_base_rate=params.fixed_base_rate, out_dir=params.report_dir)
     publish_report_artifacts(report)
     # log_prints: these lines go to the run logger (the UI's log) and to a CLI user's terminal alike
     print(f"scored {run.scored} of {run.due} due ({run.inserted} new rows: {run.resolved} resolved, "
           f"{run.unresolvable} unresolvable); {run.waiting_for_data} pending: waiting for data")
+    for other in runs[1:]:
+        print(f"{other.scoring_version}: scored {other.scored} of {other.due} due ({other.inserted} new rows)")
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
     brier = f"{report.metrics.brier:.4f}" if report.metrics else "n/a"
     print(f"accuracy: {counts}; mean Brier {brier}; last bound forecast {report.last_bound_at}")
-    result = {"run": run.as_dict(), "report": report.as_dict(), "files": files, "fetched": fetched}
+    result = {"run": run.as_dict(), "versions": {r.scoring_version: r.as_dict() for r in runs},
+              "report": report.as_dict(), "files": files, "fetched": fetched}
     return degraded_final_state(fetched, result) or result

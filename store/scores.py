@@ -87,11 +87,12 @@ def _unsettled(conn: psycopg.Connection, due: pd.DataFrame, scoring_version: str
     return due[~due["forecast_id"].isin(settled)]
 
 
-def series_due_tonight(conn: psycopg.Connection, *, as_of: datetime,
-                       scoring_version: str = SCORING_VERSION) -> list[str]:
-    """The series the nightly run at `as_of` would resolve bindings of: the ones worth a new vintage."""
-    due = _unsettled(conn, repo.due_bindings(conn, as_of=as_of), scoring_version)
-    return sorted(due["series_id"].unique())
+def series_due_tonight(conn: psycopg.Connection, *, as_of: datetime) -> list[str]:
+    """The series the nightly run at `as_of` would resolve bindings of, in any version it keeps current: the ones
+    worth a new vintage."""
+    due = repo.due_bindings(conn, as_of=as_of)
+    return sorted({series for version in repo.scoring_versions_in_use(conn)
+                   for series in _unsettled(conn, due, version)["series_id"].unique()})
 
 
 def run_scoring(conn: psycopg.Connection, *, mode: Mode, as_of: datetime | None = None,

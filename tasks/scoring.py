@@ -144,6 +144,13 @@ def series_due(settings: Settings, as_of: datetime) -> list[str]:
         return scores.series_due_tonight(conn, as_of=as_of)
 
 
+@task(name="scoring-versions-in-use")
+def scoring_versions_in_use(settings: Settings) -> list[str]:
+    """The versions the nightly keeps current: the default, then every version that has been backfilled."""
+    with shared_database(settings).connection() as conn:
+        return repo.scoring_versions_in_use(conn)
+
+
 @task(name="resolve-and-score", task_run_name="{mode}-score-{scoring_version}-{as_of:%Y-%m-%d}")
 def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage_id: int | None = None,
                       series_id: str | None = None, deadline_from: datetime | None = None,

@@ -1,7 +1,8 @@
 """Resolution, scoring (the registered versions in `versions.py`), skill, Murphy decomposition, reliability
 diagram and the Accuracy report.
 
-SCORING_VERSION is the default version: the one the nightly writes and Accuracy shows unless asked for another.
+SCORING_VERSION is the default version: the one the states and Accuracy show unless asked for another (the
+nightly writes it and every version that has been backfilled).
 A change of the resolution or scoring rules is a new version in `versions.py` (and a migration adding its row),
 so old scores stay attributable to the rules that produced them.
 """

@@ -98,17 +98,21 @@ def _int_or_na(values: np.ndarray, known: np.ndarray, dtype: str) -> pd.arrays.I
     return array
 
 
+def _utc_microseconds(instants: pd.Series) -> np.ndarray:
+    """Instants as int64 microseconds since the epoch (UTC): compared as numbers, never as Timestamp objects."""
+    return pd.DatetimeIndex(pd.to_datetime(instants, utc=True)).as_unit("us").asi8
+
+
 def vintages_current_at(catalogue: pd.DataFrame, series_ids: pd.Series, instants: pd.Series) -> pd.Series:
     """For each (series, instant), the id of the newest full vintage of that series fetched by the instant
     (latest fetched_at, then highest id), or NA when none was. `catalogue`: vintage_id, series_id, fetched_at
     of the full vintages."""
     chosen = pd.Series(pd.NA, index=series_ids.index, dtype="Int64")
-    when = pd.to_datetime(instants, utc=True)
+    when = _utc_microseconds(instants)
     for series_id, rows in catalogue.groupby("series_id", sort=False):
-        ordered = rows.assign(fetched_at=pd.to_datetime(rows["fetched_at"], utc=True)) \
-                      .sort_values(["fetched_at", "vintage_id"])
+        ordered = rows.assign(fetched_at=_utc_microseconds(rows["fetched_at"])).sort_values(["fetched_at", "vintage_id"])
         mine = (series_ids == series_id).to_numpy()
-        position = np.searchsorted(ordered["fetched_at"].to_numpy(), when[mine].to_numpy(), side="right") - 1
+        position = np.searchsorted(ordered["fetched_at"].to_numpy(), when[mine], side="right") - 1
         ids = ordered["vintage_id"].to_numpy()[np.maximum(position, 0)]
         chosen[mine] = _int_or_na(ids, position >= 0, "Int64")
     return chosen

@@ -69,7 +69,8 @@ SCORING_RULES: dict[str, ScoringRule] = {rule.version: rule for rule in (
 )}
 # a field of a run form: the UI offers the registered versions as choices
 VersionName = Literal[tuple(SCORING_RULES)]  # type: ignore[valid-type]
-# The version the nightly writes and Accuracy shows unless asked for another (forum.scoring_versions.is_default).
+# The version the states and Accuracy show unless asked for another (forum.scoring_versions.is_default); the
+# nightly writes it and every version that has score rows.
 DEFAULT_VERSION = "brier-v1"
 
 

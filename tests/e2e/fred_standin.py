@@ -2,13 +2,16 @@
 
 Each series is a real FRED download extended, month by month, up to two months before today (so a
 lane run on any date finds an unpublished next period) — and every answer revises the newest value a
-little, as FRED's revisions do, so each fetch is a new vintage.
+little, as FRED's revisions do, so each fetch is a new vintage. `with standin.outage():` makes it answer 503,
+as FRED does when it is down; `publish_next_period()` adds each series' next month, as a new release does.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,6 +37,7 @@ class FredCsvStandIn:
     def __init__(self, downloads: dict[str, Path], today: date | None = None):
         self.series = {sid: extended_csv(path, today or date.today()) for sid, path in downloads.items()}
         self.requests: Counter[str] = Counter()
+        self.down = False
         self._lock = threading.Lock()
         standin = self
 
@@ -46,6 +50,9 @@ class FredCsvStandIn:
                 series_id = parse_qs(url.query).get("id", [""])[0]
                 if url.path != "/graph/fredgraph.csv" or series_id not in standin.series:
                     self.send_error(404)   # FRED answers an unknown id with an HTML error page
+                    return
+                if standin.down:
+                    self.send_error(503)
                     return
                 body = standin.answer(series_id).encode("utf-8")
                 self.send_response(200)
@@ -66,6 +73,20 @@ class FredCsvStandIn:
         revised = f"{float(last_value) + revision / 1000:.3f}"
         lines = [header, *(f"{d.isoformat()},{v}" for d, v in body), f"{last_date.isoformat()},{revised}"]
         return "\n".join(lines) + "\n"
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        self.down = True
+        try:
+            yield
+        finally:
+            self.down = False
+
+    def publish_next_period(self) -> None:
+        """Every series gains its next month, at its last value."""
+        with self._lock:
+            for _, rows in self.series.values():
+                rows.append((shift_months(rows[-1][0], 1), rows[-1][1]))
 
     @property
     def url(self) -> str:

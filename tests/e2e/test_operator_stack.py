@@ -10,6 +10,8 @@ PostgreSQL held open) — started once for this module, whose tests run in file 
   deployment, run with its shipped parameters against a local stand-in for FRED's CSV export, loads a new
   vintage, scores on it and publishes table, markdown and image artifacts; a redeploy leaves a resumed
   lane resumed and a paused nightly paused; a failing nightly run raises the alert the deployments declare (a webhook notification);
+- an offline nightly (the stand-in answering 503) leaves a due forecast pending, ends Degraded and alerts; a later
+  nightly, once the stand-in has published the month, resolves it;
 - runs log to the API at INFO (the browser opens a run's Logs tab and finds its lines); an expected failure
   (an ingest of a missing path) logs its cause in one line, an unexpected one (the failing nightly) its
   traceback;
@@ -30,7 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
@@ -39,8 +41,9 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 from forum_atlas.cli import ops_stack
 from forum_atlas.cli.main import main
 from forum_atlas.config import Settings, settings_from_env
-from forum_atlas.forecasting.lane import load_questions
+from forum_atlas.forecasting.lane import LaneQuestion, load_questions, shift_months
 from forum_atlas.resources import data_file
+from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.pgserver import stop_embedded
 from forum_atlas.tasks.forecasting import issue_bound_forecast
@@ -344,6 +347,49 @@ def _logs(stack, run_id: str) -> list[str]:
     """A flow run's log lines (its task runs' included), read through the API."""
     found = _api(stack, "POST", "/logs/filter", logs={"flow_run_id": {"any_": [run_id]}}, sort="TIMESTAMP_ASC").json()
     return [log["message"] for log in found]
+
+
+def test_an_offline_nightly_leaves_due_forecasts_pending_alerts_and_a_later_one_resolves_them(
+        stack, db, fred, alerts, tmp_path):
+    """Issue 24 (3) on the worker: FRED (the stand-in) down, the nightly keeps a due forecast pending (waiting
+    for data, no score row), ends Degraded and the alert fires; once FRED answers with the month, the next
+    nightly resolves it."""
+    now = datetime.now(timezone.utc)
+    # UNRATE as FRED gives it today (its newest month two months back), fetched two minutes ago
+    download = tmp_path / "UNRATE.csv"
+    download.write_text(fred.answer("UNRATE"), encoding="utf-8")
+    repo.load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
+    unpublished = shift_months(now.date().replace(day=1), -1)
+    question = LaneQuestion(key="e2e-unrate-offline", series_id="UNRATE", comparator=">", reference="previous",
+                            target_date=unpublished, deadline=now)
+    forecast_id = issue_bound_forecast(db, question, now - timedelta(minutes=1), run_id=None, seed=2)["forecast_id"]
+
+    with fred.outage():
+        offline = _start(stack, "score-accuracy/score-accuracy")
+        run = _wait(stack, [offline])[offline]
+    assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Degraded"), run["state"]
+    assert "1 due forecast(s) stay pending: waiting for data" in run["state"]["message"]
+    published = _artifacts(stack, offline)
+    [fetched] = json.loads(published["nightly-fetch"]["data"])
+    assert (fetched["series_id"], fetched["kind"]) == ("UNRATE", "unavailable")
+    assert "UNRATE: unavailable" in published["nightly-degraded"]["data"]
+    with db.connection() as conn:
+        assert repo.forecast_state(conn, forecast_id, SCORING_VERSION) == "waiting_for_data"
+        assert repo.scores_for(conn, forecast_id) == [], "could not fetch is not unresolvable"
+
+    deadline = time.monotonic() + 60
+    while not (alert := [a for a in alerts.requests_to("/alert") if offline in a.body["text"]]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert alert and "ended Degraded" in alert[0].body["text"], alerts.requests_to("/alert")
+
+    fred.publish_next_period()
+    online = _start(stack, "score-accuracy/score-accuracy")
+    run = _wait(stack, [online])[online]
+    assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Completed"), run["state"]
+    with db.connection() as conn:
+        assert repo.forecast_state(conn, forecast_id, SCORING_VERSION) == "resolved"
+        assert [s["status"] for s in repo.scores_for(conn, forecast_id)] == ["resolved"]
 
 
 def test_an_expected_failure_logs_its_cause_in_one_line(stack, tmp_path):

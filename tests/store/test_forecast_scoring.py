@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
+import pandas as pd
 import psycopg
 import pytest
 from pydantic import ValidationError
@@ -286,3 +287,36 @@ def test_two_lane_runs_binding_the_same_question_at_once_bind_it_once(db, series
         for thread in threads:
             thread.join()
         assert sorted(outcomes) == ["already bound", "bound"], outcomes
+
+
+def test_due_bindings_and_current_scores_read_through_copy_equal_the_stored_rows(db, series):
+    """The two bulk reads of scoring go through a CSV COPY parsed by pandas: every value equals the row as psycopg
+    reads it (floats bit for bit, dates, the deadline instant, NULLs), for a threshold and a reference question."""
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    for spec in (LaneQuestion(key="up", series_id="UNRATE", comparator=">", reference="previous",
+                              target_date="2025-06-01", deadline="2025-08-01T06:30:00.123456+02:00"),
+                 LaneQuestion(key="below", series_id="UNRATE", comparator="<", threshold=4.15,
+                              target_date="2025-07-01", deadline="2025-09-01T00:00:00Z")):
+        issue_bound_forecast(db, spec, at(2025, 4, 20), None, seed=7)
+    nightly(db, at(2026, 3, 31))
+    with db.connection() as conn:
+        due = repo.due_bindings(conn, as_of=at(2026, 3, 31))
+        stored = conn.execute("""SELECT b.forecast_id, f.probability, b.series_id, b.comparator, b.threshold,
+                                        b.reference_date, b.target_date, b.deadline
+                                   FROM forum.forecast_bindings b JOIN forum.forecasts f USING (forecast_id)
+                                  ORDER BY b.forecast_id""").fetchall()
+        current = repo.current_scores(conn, SCORING_VERSION)
+        views = conn.execute("SELECT * FROM forum.current_scores ORDER BY forecast_id").fetchall()
+
+    def plain(value):
+        if value is None or (isinstance(value, float) and value != value) or value is pd.NA or value is pd.NaT:
+            return None
+        if isinstance(value, pd.Timestamp):
+            return value.to_pydatetime() if value.tzinfo else value.date()
+        return value.item() if hasattr(value, "item") else value
+
+    assert [{k: plain(v) for k, v in row.items()} for row in due.to_dict("records")] == stored
+    assert stored[0]["deadline"] == datetime(2025, 8, 1, 4, 30, 0, 123456, tzinfo=UTC)
+    assert [{k: plain(v) for k, v in row.items()} for row in current.to_dict("records")] == \
+        [{k: row[k] for k in current.columns} for row in views]
+    assert {row["status"] for row in views} == {"resolved"} and views[0]["deadline_vintage_id"] is None
