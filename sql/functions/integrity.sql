@@ -117,7 +117,10 @@ END $$;
 
 -- A score row's digest covers the columns of the newer scoring versions (sql/migrations/110) only when it has
 -- one of them: every brier-v1 row digests as it did when it was written, so every recorded digest stays valid.
-CREATE OR REPLACE FUNCTION forum.content_digest(s forum.forecast_scores) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+-- STABLE, what its body is (record_out and convert_to are STABLE): PostgreSQL inlines a SQL function only when
+-- its body is no less immutable than its declaration; IMMUTABLE ran it through the SQL-function executor once
+-- per row, ~2.2 s of a 100,000-row score insert against ~0.65 s inlined. Same body, same digests.
+CREATE OR REPLACE FUNCTION forum.content_digest(s forum.forecast_scores) RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT forum.sha256_text(CASE
     WHEN num_nonnulls(s.log_score, s.deadline_vintage_id, s.deadline_outcome) = 0 THEN
       ROW(s.score_id, s.forecast_id, s.scoring_version, s.vintage_id, s.status, s.outcome,
