@@ -49,12 +49,7 @@ def read_stack(settings: Settings) -> Stack | None:
     return Stack(**json.loads(path.read_text())) if path.exists() else None
 
 
-def alive(pid: int) -> bool:
-    """Running, and not a zombie (exited, not yet reaped by the process that started it)."""
-    try:
-        return pid_alive(pid) and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+alive = pid_alive   # running, and not a zombie (exited, not yet reaped by the process that started it)
 
 
 def project_dir() -> Path:

@@ -83,15 +83,15 @@ def test_an_empty_or_blank_input_file_fails_in_one_line_and_records_nothing(tmp_
 
 
 def test_an_unusable_data_dir_is_refused_in_one_line(tmp_path):
-    """A file gave "[Errno 17] File exists"; a space gave 116 lines of pg_ctl output (the path reaches
-    pg_ctl's shell unquoted). Nothing is created or started for either."""
+    """A file gave "[Errno 17] File exists"; a `$` (which pg_ctl's shell expands even in its quotes) would start
+    nothing. Each is refused in one line, and nothing is created or started. (A space works: test_pgserver.)"""
     (tmp_path / "file").write_text("")
     expected = {
         tmp_path / "file": f"the data directory {tmp_path / 'file'} is a file, not a directory",
         tmp_path / "file" / "sub": f"the data directory {tmp_path / 'file' / 'sub'} cannot be created: "
                                    f"{tmp_path / 'file'} is a file, not a directory",
-        tmp_path / "with space": f"the data directory '{tmp_path / 'with space'}' contains a space, which the "
-                                 "embedded PostgreSQL cannot start from",
+        tmp_path / "a $HOME": f"the data directory '{tmp_path / 'a $HOME'}' contains '$', which the "
+                              "embedded PostgreSQL cannot start from",
     }
     for data_dir, message in expected.items():
         env = {k: v for k, v in os.environ.items() if k != "ATLAS_DATABASE_URL"}

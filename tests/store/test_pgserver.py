@@ -1,14 +1,15 @@
 """The embedded server: concurrent start-up, and no immortal server after a client is killed."""
 
-import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from forum_atlas.store.pgserver import pid_alive
+
 REPO = Path(__file__).resolve().parents[2]
+STOP_BOUND_SECONDS = 10   # the README's bound: the watchdog's interval, then a fast stop
 CLIENT = """
 import sys, time, psycopg
 from pathlib import Path
@@ -43,15 +44,36 @@ def test_several_processes_can_start_the_same_server_at_once(tmp_path):
     assert _wait_for_stop(pgdata), "the server stops when its last client exits"
 
 
-def test_a_killed_client_does_not_keep_the_server_alive_forever(tmp_path):
+def test_a_killed_client_does_not_keep_the_server_alive(tmp_path):
+    """Issue 25 (4): the server of a client killed with SIGKILL stops by itself — its watchdog sees no live
+    client left — within the stated bound, with no other command run on the data directory."""
+    from forum_atlas.store.pgserver import WATCH_INTERVAL_SECONDS
+
     pgdata = tmp_path / "pgdata"
     victim = _client(pgdata, 60)
     assert victim.stdout.readline().strip() == "42"
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    watchdog = int((pgdata / ".atlas_watchdog.pid").read_text())
     victim.send_signal(signal.SIGKILL)
     victim.wait()
-    assert victim.pid in json.loads((pgdata / ".handle_pids.json").read_text())
-    survivor = _client(pgdata, 0)
+    killed_at = time.monotonic()
+    assert _wait_for_stop(pgdata, seconds=STOP_BOUND_SECONDS), f"the server outlived its killed client by {STOP_BOUND_SECONDS} s"
+    deadline = killed_at + STOP_BOUND_SECONDS
+    while (pid_alive(postmaster) or pid_alive(watchdog)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(postmaster) and not pid_alive(watchdog)
+    assert WATCH_INTERVAL_SECONDS < STOP_BOUND_SECONDS
+
+    survivor = _client(pgdata, 0)   # the data directory starts again as usual
     out, err = survivor.communicate(timeout=120)
     assert survivor.returncode == 0 and out.strip() == "42", err[-500:]
-    assert _wait_for_stop(pgdata), "the dead client's pid was pruned, so the last live client stopped the server"
-    assert not os.path.exists(pgdata / ".handle_pids.json") or victim.pid not in json.loads((pgdata / ".handle_pids.json").read_text())
+    assert _wait_for_stop(pgdata)
+
+
+def test_a_data_dir_with_a_space_works(tmp_path):
+    """It was refused (the path reached pg_ctl's shell unquoted); its socket now goes to the runtime directory."""
+    pgdata = tmp_path / "with space" / "pgdata"
+    clients = [_client(pgdata, 0.5) for _ in range(2)]
+    outputs = [c.communicate(timeout=120) for c in clients]
+    assert [out.strip() for out, _ in outputs] == ["42", "42"], [err[-500:] for _, err in outputs]
+    assert _wait_for_stop(pgdata)
