@@ -11,6 +11,7 @@ directory), each row runs `atlas ask` as a fresh process, one after another:
   starts both;
 - "no flow": `atlas brief show` in the same environment, a command that imports no Prefect and runs no
   flow: the floor of a fresh process that opens the database.
+"CPU s" is the command's own CPU time (the servers' is not in it), steadier than wall time on a busy machine.
 Then the concurrent trial: `--concurrent` `atlas ask` processes started at once on a new, empty Prefect
 home (a first command for each), counting those that exit 0; before the shared API each started a server
 on the same new SQLite database, and 2 of 9 such trials had a process fail on its set-up.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,13 +34,19 @@ from forum_atlas.resources import data_file
 QUESTION = "Does vitamin D supplementation reduce the risk of fractures?"
 
 
-def _atlas(env: dict[str, str], *args: str) -> float:
-    started = time.perf_counter()
+def _atlas(env: dict[str, str], *args: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and the processes it waited for — not the servers it joined)."""
+    started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, "-m", "forum_atlas.cli.main", *args], env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"atlas {' '.join(args)} failed: {done.stderr[-2000:]}")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _servers_running(env: dict[str, str]) -> bool:
@@ -46,7 +54,7 @@ def _servers_running(env: dict[str, str]) -> bool:
         (Path(env["ATLAS_DATA_DIR"]) / "pgdata" / "postmaster.pid").exists()
 
 
-def _cold(env: dict[str, str]) -> float:
+def _cold(env: dict[str, str]) -> tuple[float, float]:
     deadline = time.monotonic() + 120
     while _servers_running(env):
         assert time.monotonic() < deadline, "the servers did not stop within 120 s of idleness"
@@ -77,7 +85,7 @@ def main() -> None:
                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180", "ATLAS_IDLE_SECONDS": "60"}
         for name in ("ATLAS_DATABASE_URL", "PREFECT_API_URL", "ATLAS_EMBEDDER"):
             env.pop(name, None)
-        first = _atlas(env, "ingest", str(data_file("sample", "scifact_sample.jsonl")), "--no-progress")
+        first, _ = _atlas(env, "ingest", str(data_file("sample", "scifact_sample.jsonl")), "--no-progress")
         _atlas(env, "ask", QUESTION)
         warm = [_atlas(env, "ask", QUESTION) for _ in range(args.runs)]
         floor = [_atlas(env, "brief", "show", "1") for _ in range(args.runs)]
@@ -89,15 +97,16 @@ def main() -> None:
         while _servers_running(trial_env) or _servers_running(cold_env):
             time.sleep(0.5)
         time.sleep(1.0)
-    reference = statistics.median(cold)
+    reference = statistics.median(wall for wall, _ in cold)
     print(f"atlas ask on the demo corpus (ingest on a new home: {first:.0f} s), median of {args.runs} "
           f"(load {os.getloadavg()[0]:.1f})")
-    print(f"{'':<62}{'median s':>9}{'min s':>8}{'x cold':>8}")
-    for name, times in (("warm: shared Prefect API and database running", warm),
-                        ("cold: both started by the command (each command before)", cold),
-                        ("no flow: atlas brief show (no Prefect imported)", floor)):
-        print(f"{name:<62}{statistics.median(times):>9.2f}{min(times):>8.2f}"
-              f"{statistics.median(times) / reference:>8.2f}")
+    print(f"{'':<62}{'median s':>9}{'min s':>8}{'x cold':>8}{'CPU s':>7}")
+    for name, runs in (("warm: shared Prefect API and database running", warm),
+                       ("cold: both started by the command (each command before)", cold),
+                       ("no flow: atlas brief show (no Prefect imported)", floor)):
+        walls, cpus = zip(*runs)
+        print(f"{name:<62}{statistics.median(walls):>9.2f}{min(walls):>8.2f}"
+              f"{statistics.median(walls) / reference:>8.2f}{statistics.median(cpus):>7.2f}")
     print(f"\n{args.concurrent} concurrent first commands (atlas ask) on a new Prefect home: {succeeded} of "
           f"{args.concurrent} succeeded, the last ended after {seconds:.0f} s")
     for failure in failures:
