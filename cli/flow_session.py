@@ -73,19 +73,20 @@ def prefect_home() -> Path:
 def shared_api() -> Iterator[str]:
     """The URL of this Prefect home's shared API, started if none runs, leased for the life of the block."""
     home = prefect_home()
-    with _locked(home):
+    with home_lock(home):
         url = _running_api(home) or _start_api(home)
         _leases(home, add=os.getpid())
     try:
         yield url
     finally:
-        with _locked(home):
+        with home_lock(home):
             _leases(home, remove=os.getpid())
 
 
 @contextmanager
-def _locked(home: Path) -> Iterator[None]:
-    """The Prefect home's lock: who starts, joins, leaves or stops its shared API holds it."""
+def home_lock(home: Path) -> Iterator[None]:
+    """The Prefect home's lock: who starts, joins, leaves or stops its shared API holds it (and `atlas ops up`
+    while its server sets up the home's database)."""
     with open(home / _LOCK, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
@@ -184,7 +185,7 @@ def _serve_while_leased(server, home: Path, idle: float) -> None:
     while True:
         time.sleep(1.0)
         try:
-            with _locked(home):
+            with home_lock(home):
                 if _leases(home):
                     leased_at = time.monotonic()
                     continue
