@@ -257,14 +257,15 @@ def watch(pgdata: Path, *, discard: bool, idle: float = 0.0) -> None:
             if _prune_dead_handles(pgdata):
                 used_at = time.monotonic()
                 continue
-            if time.monotonic() - used_at < idle:
-                continue
+            running = info is not None and info.is_running()
+            if running and time.monotonic() - used_at < idle:
+                continue   # (a server stopped by its last client, `stop_embedded`, leaves nothing to wait for)
             try:
                 if int(record.read_text()) != os.getpid():
                     return   # another watchdog took over
             except (OSError, ValueError):
                 return       # the data directory is being removed
-            if info is not None and info.is_running():
+            if running:
                 server = PostgresServer(pgdata, cleanup_mode=None)
                 try:
                     pgexec("pg_ctl", ("-w", "-D", str(pgdata), "-m", "immediate" if discard else "fast", "stop"),
