@@ -7,8 +7,8 @@ commands raced on the set-up of the home's SQLite database. The shared API is on
 Prefect's app on a loopback port, UI off) that the first command needing it starts under a file lock in the
 Prefect home, so a concurrent command waits for it instead of starting another. A command holds a lease (its
 pid) while it runs; the server stops itself once no live process has held a lease for ATLAS_IDLE_SECONDS
-(default 300; a command killed with kill -9 holds none), as the embedded PostgreSQL does. Flow heartbeats are off: the CLI waits
-for its flows anyway, and the heartbeat thread only adds ~1 s at exit.
+(default 300; a command killed with kill -9 holds none), as the embedded PostgreSQL does. Flow heartbeats are
+off: the CLI waits for its flows anyway, and the heartbeat thread only adds ~1 s at exit.
 """
 
 from __future__ import annotations
@@ -145,8 +145,9 @@ def _start_api(home: Path) -> str:
         deadline = time.monotonic() + timeout
         while (url := _running_api(home)) is None:
             if process.poll() is not None or time.monotonic() > deadline:
-                what = "exited while starting" if process.poll() is not None else f"did not start within {timeout:.0f} s"
-                raise RuntimeError(f"the shared Prefect API server {what}")
+                exited = process.poll() is not None
+                raise RuntimeError("the shared Prefect API server "
+                                   + ("exited while starting" if exited else f"did not start within {timeout:.0f} s"))
             time.sleep(0.2)
         wait_until_healthy(url, lambda: process.poll() is None, timeout, "the shared Prefect API server")
     except RuntimeError as failed:

@@ -79,8 +79,8 @@ def test_the_server_of_atlas_ops_up_is_used_when_it_runs(tmp_path, prefect_env):
 
     stack = tmp_path / "data" / "ops" / "stack.json"
     stack.parent.mkdir(parents=True)
-    stack.write_text(json.dumps({"api_url": PREFECT_API_URL.value(), "project_dir": str(tmp_path), "logs": str(tmp_path),
-                                 "pids": {"server": os.getpid()}}))
+    stack.write_text(json.dumps({"api_url": PREFECT_API_URL.value(), "project_dir": str(tmp_path),
+                                 "logs": str(tmp_path), "pids": {"server": os.getpid()}}))
     done = subprocess.run([sys.executable, "-c", FLOW], env=_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == [PREFECT_API_URL.value(), "42", "-"]
