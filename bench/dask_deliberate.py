@@ -5,8 +5,8 @@
 
 The first N SciFact dev claims, asked as questions, are deliberated by the real `deliberate-batch` flow
 (offline engine, rule verifier, hashed embedder) over the full SciFact corpus in the embedded PostgreSQL
-(`bench.deliberation`'s database), in one process against a temporary Prefect API (the CLI's
-`flow_session`, which Dask workers reach by URL). Modes alternate run by run — the machine's speed drifts —
+(`bench.deliberation`'s database), in one process against the CLI's shared local Prefect API
+(`flow_session`, which Dask workers reach by URL). Modes alternate run by run — the machine's speed drifts —
 and the reference is the thread runner measured in the same invocation. `wall s` is the flow call,
 including the Dask cluster's start and stop; `s/question` divides it by N. `same audit` compares every
 question's audit counts with the reference's first run (`tests/flows/test_deliberate_dask.py` compares the

@@ -4,7 +4,7 @@
     python -m bench.dask_ingest --runs 1 --embedder onnx-minilm --docs 1000   # the default model, first 1,000 abstracts
 
 Each run ingests the corpus with the real `ingest` flow (CLI defaults: batches of 1,000) into a new
-embedded PostgreSQL, in a fresh subprocess, against a temporary Prefect API (the CLI's `flow_session`,
+embedded PostgreSQL, in a fresh subprocess, against the CLI's shared local Prefect API (`flow_session`,
 which Dask workers reach by URL). Modes alternate run by run — the machine's speed drifts — and the
 reference is the thread runner measured in the same invocation. `flow s` is the flow's own `seconds`;
 `wall s` adds the Dask cluster's start and stop. `same rows` compares a fingerprint of every stored

@@ -21,8 +21,8 @@ QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
 def _prefect_defaults(verbose: bool) -> None:
     """Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout
-    for the temporary Prefect server that the first flow of a process starts when no PREFECT_API_URL
-    is set. Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
+    for the shared local Prefect API that the first flow command of a Prefect home starts when no
+    PREFECT_API_URL is set. Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
     terminal shows Prefect's log lines only with --verbose (its console handler), so a failed command
     prints one line. Set before any handler imports Prefect, which reads them once."""
     defaults = {

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forum_atlas.cli.flow_session import free_port, wait_until_healthy
+from forum_atlas.cli.flow_session import free_port, home_lock, prefect_home, wait_until_healthy
 from forum_atlas.cli.main import QUIET_CONSOLE
 from forum_atlas.config import Settings
 from forum_atlas.scoring import DEGRADED
@@ -49,12 +49,7 @@ def read_stack(settings: Settings) -> Stack | None:
     return Stack(**json.loads(path.read_text())) if path.exists() else None
 
 
-def alive(pid: int) -> bool:
-    """Running, and not a zombie (exited, not yet reaped by the process that started it)."""
-    try:
-        return pid_alive(pid) and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+alive = pid_alive   # running, and not a zombie (exited, not yet reaped by the process that started it)
 
 
 def project_dir() -> Path:
@@ -93,11 +88,12 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> t
             _start_role(stack, "database", env)
         # the UI asks the server where its API is: without PREFECT_UI_API_URL it answers port 4200, whatever --port
         server_env = {**{k: v for k, v in env.items() if k != "PREFECT_API_URL"}, "PREFECT_UI_API_URL": stack.api_url}
-        stack.pids["server"] = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                                       "--port", str(port)], server_env, logs / "server.log")
-        _save(settings, stack)
-        wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
-                           f"the Prefect server (log: {logs / 'server.log'})")
+        with home_lock(prefect_home()):   # no shared API of the CLI sets up the same new database meanwhile
+            stack.pids["server"] = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                                           "--port", str(port)], server_env, logs / "server.log")
+            _save(settings, stack)
+            wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
+                               f"the Prefect server (log: {logs / 'server.log'})")
         # the worker starts (seconds of imports) while the deployments are made; it creates the pool if first
         _start_role(stack, "worker", env)
         _save(settings, stack)

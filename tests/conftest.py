@@ -26,6 +26,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# The embedded servers of the tests' data directories and the shared Prefect APIs of their Prefect homes stop
+# soon after their last command (a user's wait ATLAS_IDLE_SECONDS, 300 by default, for the next one).
+os.environ.setdefault("ATLAS_IDLE_SECONDS", "10")
 # The default embedder is the ONNX model: tests that do not test it get the instant, deterministic
 # hashed one (settings_from_env, subprocesses); a test of the default unsets this.
 os.environ.setdefault("ATLAS_EMBEDDER", "hashed")

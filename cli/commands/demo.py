@@ -1,7 +1,7 @@
 """`atlas demo`: the main job end to end on embedded defaults (embedded PostgreSQL, offline providers, the
 local ONNX all-MiniLM-L6-v2 embedder unless ATLAS_EMBEDDER says otherwise).
 
-All flows run in this one process, so the temporary Prefect API starts once.
+All flows run in this one process, against one Prefect API (the shared local one unless configured).
 """
 
 from __future__ import annotations
