@@ -67,6 +67,12 @@ def project_triggers(conn: psycopg.Connection) -> dict[str, str]:
     return {r["name"]: r["definition"] for r in rows}
 
 
+# Function definitions edited in sql/functions/ after the split, each for the reason in its file.
+CHANGED_SINCE_THE_SPLIT = {
+    "forum.content_digest(forum.forecast_scores)",   # declared STABLE, what its body is, so it is inlined
+}
+
+
 def migrate_as_before_function_files(conn: psycopg.Connection) -> None:
     """What store/migrations.py did before sql/functions/ (main at 15a103b): every migration in order, each
     recorded with its checksum in forum.schema_migrations, and nothing else."""
@@ -92,8 +98,11 @@ def test_a_database_migrated_before_the_function_files_and_a_fresh_one_end_ident
         applied = migrations.apply_pending(fresh)
         files = [f.filename for f in migrations.discover_functions()]
         assert applied == [m.filename for m in migrations.discover()] + [f"functions/{name}" for name in files]
-        # The function files are today's definitions, byte for byte as the catalog prints them.
-        assert project_functions(fresh) == before[0]
+        # The function files are the migrations' definitions, byte for byte as the catalog prints them, but for
+        # the functions changed since the split (a function-file diff each, no migration).
+        current = project_functions(fresh)
+        assert {name for name in before[0].keys() | current.keys()
+                if before[0].get(name) != current.get(name)} == CHANGED_SINCE_THE_SPLIT
         assert project_triggers(fresh) == before[1]
 
         # The old database needs no migration: its records still match; the function files apply once.
