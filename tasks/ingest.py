@@ -25,7 +25,8 @@ from forum_atlas.ingestion import BatchInFlight, WriteResult
 from forum_atlas.records import DocumentOptions, Format, SourceInfo, load_documents, load_rows, scan_input, to_records
 from forum_atlas.store import documents
 from forum_atlas.store.db import is_transient, record_event, shared_database
-from forum_atlas.validation import BatchValidationError, ValidationReport, validate_rows, validate_unique_ids
+from forum_atlas.validation import (BatchValidationError, InputValidation, ValidationReport, validate_rows,
+                                    validate_unique_ids)
 
 # Batches are large, short-lived values: never hash or persist them.
 ingest_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -42,39 +43,46 @@ def _transient(task: object, task_run: object, state: State) -> bool:
     return is_transient(state.result(raise_on_failure=False))
 
 
-@batch_task("load-batch")
-def load_batch(batch: BatchInFlight, source: SourceInfo | None, documents: DocumentOptions = DocumentOptions(),
-               on_page: Callable[[int], None] | None = None) -> BatchInFlight:
-    """JSONL lines into rows; files into rows and a typed outcome per file (a bad file yields no row)."""
-    if batch.raw.fmt == "folder":
-        batch.rows, batch.files = load_documents(batch.raw, source, documents, on_page)
-    else:
-        batch.rows = load_rows(batch.raw, source)
-    return batch
-
-
 def _refuse(report: ValidationReport, description: str) -> None:
     create_markdown_artifact(key="ingest-validation-failure", markdown=report.as_markdown(), description=description)
     raise BatchValidationError(report)
 
 
 @task(name="check-input", task_run_name="check-input", cache_policy=NO_CACHE, persist_result=False)
-def check_input(settings: Settings, path: Path, fmt: Format, source: SourceInfo | None) -> int:
-    """Before any batch is chunked or embedded, what would otherwise fail the run after minutes of that work:
-    the input reads whole, its ids repeat nowhere (whatever the batch size), the sources it names agree with
-    one another and with the stored ones (sector included), and the embedder is set up (its API key present).
-    Returns the number of ids read."""
-    scan = scan_input(path, fmt, source)
-    report = validate_unique_ids(scan.ids)
-    if not report.success:
-        _refuse(report, "ids repeated within the input; nothing from this run was written")
+def check_input(settings: Settings, path: Path, fmt: Format, source: SourceInfo | None, max_record_bytes: int,
+                run_started: datetime) -> tuple[int, int, int] | None:
+    """Before any batch is chunked, embedded or written, what would otherwise fail the run after minutes of
+    that work, or after some batches are stored: every JSONL/BEIR row passes validation (the batch suite, read
+    in one streaming pass), the input reads whole, its ids repeat nowhere (whatever the batch size), the
+    sources it names agree with one another and with the stored ones (sector included), and the embedder is
+    set up (its API key present). Returns the file's stamp as checked (None for a folder of documents, whose
+    files are read, and validated, by their batch)."""
+    rows = InputValidation(max_record_bytes=max_record_bytes, run_started=run_started)
+    scan = scan_input(path, fmt, source, check_rows=rows.check)
+    for report, description in ((validate_unique_ids(scan.ids), "ids repeated within the input"),
+                                (rows.report(), "rows that failed validation")):
+        if not report.success:
+            _refuse(report, f"{description}; nothing from this run was written")
     documents.check_sources(shared_database(settings), scan.sources)
     embedder_for(settings)
-    return len(scan.ids)
+    return scan.stamp
+
+
+@batch_task("load-batch")
+def load_batch(batch: BatchInFlight, source: SourceInfo | None, documents: DocumentOptions = DocumentOptions(),
+               on_page: Callable[[int], None] | None = None) -> BatchInFlight:
+    """JSONL lines into records (check-input validated every row before the first batch); files into rows
+    and a typed outcome per file (a bad file yields no row), validated by `validate_batch`."""
+    if batch.raw.fmt == "folder":
+        batch.rows, batch.files = load_documents(batch.raw, source, documents, on_page)
+    else:
+        batch.records = to_records(load_rows(batch.raw, source))
+    return batch
 
 
 @batch_task("validate-batch")
 def validate_batch(batch: BatchInFlight, max_record_bytes: int, run_started: datetime) -> BatchInFlight:
+    """A batch of documents: the rows read from its files (a JSONL row is validated by check-input)."""
     report = validate_rows(batch.rows, max_record_bytes=max_record_bytes, run_started=run_started)
     if not report.success:
         _refuse(report, f"batch {batch.number}: rows that failed validation; nothing was written")
