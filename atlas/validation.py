@@ -333,7 +333,8 @@ class InputValidation:
         self.max_rows_named = max_rows_named
         self._report = ValidationReport(rows=0, expectations=0, scope="run")
 
-    def check(self, rows: list[dict[str, Any]]) -> None:
+    def check(self, rows: list[dict[str, Any]]) -> bool:
+        """Validate the next part of the input; whether it passed."""
         part = validate_rows(rows, **self.limits)
         report = self._report
         report.rows += part.rows
@@ -344,6 +345,7 @@ class InputValidation:
                 named.add(failure.origin)
                 report.failures.append(failure)
         report.unreported_rows += len(set(part.failed_origins) - named)
+        return part.success
 
     def report(self) -> ValidationReport:
         return self._report

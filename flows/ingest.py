@@ -107,7 +107,8 @@ def ingest(
         chunk_chars: largest chunk, in characters
         overlap_chars: whole sentences repeated between chunks, at most this long
         embedder: empty uses ATLAS_EMBEDDER or the providers block
-        index_mode: auto rebuilds the HNSW index after a load that could double what is stored
+        index_mode: auto rebuilds the HNSW index after the load when that costs less than inserting the
+            load's new vectors into it (a build over all, against ~8x per vector for inserts)
         database_block: the Forum Atlas Database block to use; empty = the worker's ATLAS_* environment
         providers_block: the Forum Atlas Providers block (embedder, API keys); empty = the worker's environment
         progress_bar: a terminal progress bar (the CLI's)
@@ -134,7 +135,7 @@ def ingest(
 
     run_id = flow_run_id()
     checked = check_input(settings, input_path, fmt, source_info, settings.max_record_bytes, run_started)
-    model = begin_load(settings, total_bytes, index_mode)
+    model = begin_load(settings, total_bytes if checked.new_bytes is None else checked.new_bytes, index_mode, options)
     embed_stats_start = embedder_stats(settings)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
     bar = _ProgressBar(total_bytes) if progress_bar else None
@@ -143,7 +144,7 @@ def ingest(
     log, rows_seen, files = CommitLog(input_path.name), 0, []
     writes = _OrderedWrites(settings, run_id, log, ahead=parallel_slots(runner))
     try:
-        for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size, stamp=checked), start=1):
+        for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size, stamp=checked.stamp), start=1):
             writes.reading(number, raw)
             batch = load_batch(BatchInFlight(number, raw), source_info, document_options, bar.page if bar else None)
             if fmt == "folder":   # documents are read by their batch, and validated there
