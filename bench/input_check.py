@@ -55,6 +55,7 @@ def _child(good: str, bad: str, data_dir: str) -> None:
         out["refusal_seconds"] = time.perf_counter() - start
         with db.connection() as conn:
             out["written_by_refusal"] = conn.execute("SELECT count(*) AS n FROM forum.documents").fetchone()["n"] - 5
+        print(json.dumps(out), flush=True)   # each stage as it ends: a long run still says what it measured
         now = datetime.now(UTC)
         start = time.perf_counter()
         check_input.fn(settings, Path(good), "jsonl", None, settings.max_record_bytes, now)
@@ -66,6 +67,7 @@ def _child(good: str, bad: str, data_dir: str) -> None:
         for raw in iter_raw(Path(good), "jsonl", batch_size=1000):
             validate_rows(load_rows(raw), max_record_bytes=settings.max_record_bytes, run_started=now)
         out["batch_validation_seconds"] = time.perf_counter() - start
+        print(json.dumps(out), flush=True)
         start = time.perf_counter()
         summary = ingest(good)
         out["ingest_wall_seconds"] = time.perf_counter() - start
