@@ -16,6 +16,32 @@ from forum_atlas.embeddings.base import Embedder
 from forum_atlas.records import FileOutcome, RawBatch, Record
 
 
+# An HNSW insert into a built index costs about this many times a vector's share of building the index
+# over all vectors at once (pgvector 0.8, hashed embeddings of random-word text: ~8 on 10k vectors into 10k,
+# under load; BENCHMARKS.md "One large record"). So rebuilding is cheaper than inserting `new` vectors into
+# an index over `stored` ones when stored + new < 8 × new.
+INSERT_TO_BUILD_COST = 8
+
+
+def rebuild_is_cheaper(stored_vectors: int, new_vectors: int) -> bool:
+    """Whether dropping the HNSW index and building it once after the load costs less than inserting the
+    load's vectors into it one by one (a load adding nothing keeps the index)."""
+    return new_vectors > 0 and stored_vectors + new_vectors < INSERT_TO_BUILD_COST * new_vectors
+
+
+def expected_chunks(text_bytes: int, options: ChunkingOptions) -> int:
+    """About how many chunks `text_bytes` of text make: a chunk starts every max_chars - overlap_chars."""
+    return text_bytes // max(options.max_chars - options.overlap_chars, 1)
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """What the run's check learnt of the whole input: the JSONL file's stamp as validated (None: a folder),
+    and the UTF-8 bytes of title + text that the database does not hold yet (None: unknown, a folder)."""
+    stamp: tuple[int, int, int] | None = None
+    new_bytes: int | None = None
+
+
 @dataclass(frozen=True)
 class PreparedChunk:
     key: str

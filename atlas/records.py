@@ -215,20 +215,36 @@ class RawBatch:
     bytes_total: int
 
 
-def _iter_jsonl(path: Path, fmt: Format, batch_size: int) -> Iterator[RawBatch]:
+def file_stamp(path: Path) -> tuple[int, int, int]:
+    """What changes when a file is replaced or written: (inode, size, modification time in ns)."""
+    stat = Path(path).stat()
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _iter_jsonl(path: Path, fmt: Format, batch_size: int, max_batch_bytes: int | None,
+                stamp: tuple[int, int, int] | None) -> Iterator[RawBatch]:
     total = path.stat().st_size
     items: list[tuple[Any, Any]] = []
-    position = 0
+    position = batch_bytes = 0
+
+    def batch() -> RawBatch:
+        # The run's check read the file with this stamp: a file changed since is not what was validated.
+        if stamp is not None and file_stamp(path) != stamp:
+            raise InputError(f"{path.name} changed after the run checked it (at line {items[0][0]} of the batch "
+                             "being read); nothing more was written: run the ingest again")
+        return RawBatch(fmt, path.name, items, position, total)
+
     with path.open("rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
             position += len(raw)
             if raw.strip():
                 items.append((line_no, raw))
-            if len(items) >= batch_size:
-                yield RawBatch(fmt, path.name, items, position, total)
-                items = []
+                batch_bytes += len(raw)
+            if len(items) >= batch_size or (max_batch_bytes is not None and batch_bytes >= max_batch_bytes):
+                yield batch()
+                items, batch_bytes = [], 0
     if items:
-        yield RawBatch(fmt, path.name, items, position, total)
+        yield batch()
 
 
 def _document_files(root: Path) -> list[Path]:
@@ -257,8 +273,11 @@ def _iter_folder(root: Path, batch_size: int) -> Iterator[RawBatch]:
         start = end
 
 
-def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000) -> Iterator[RawBatch]:
-    """Stream the input in batches of unparsed items; memory stays proportional to `batch_size`."""
+def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000, max_batch_bytes: int | None = None,
+             stamp: tuple[int, int, int] | None = None) -> Iterator[RawBatch]:
+    """Stream the input in batches of unparsed items; memory stays proportional to `batch_size` (and, for
+    JSON lines, to `max_batch_bytes`). `stamp`: the JSONL file's `file_stamp` when it was checked; a batch
+    read after it changed raises InputError."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
@@ -272,7 +291,7 @@ def iter_raw(path: Path, fmt: Format, *, batch_size: int = 1000) -> Iterator[Raw
         path = path / "corpus.jsonl"
     if path.is_file() and not _has_content(path):
         raise InputError(f"{path}: the file is empty or holds only whitespace; there is nothing to ingest")
-    return _iter_jsonl(path, fmt, batch_size)
+    return _iter_jsonl(path, fmt, batch_size, max_batch_bytes, stamp)
 
 
 def _has_content(path: Path, block: int = 1 << 20) -> bool:
@@ -350,11 +369,12 @@ def load_rows(batch: RawBatch, source: SourceInfo | None = None) -> list[dict[st
     """Decode and normalise one raw batch of JSONL lines into flat rows (values as the input gave them)."""
     if batch.fmt == "folder":
         raise InputError("a batch of files is read by load_documents")
-    rows = []
-    for line_no, raw in batch.items:
-        where = f"{batch.name}:{line_no}"
-        rows.append({"row": line_no, "origin": where, **_jsonl_row(_parse_line(raw, where), batch.fmt, source)})
-    return rows
+    return [_line_row(line_no, batch.name, raw, batch.fmt, source) for line_no, raw in batch.items]
+
+
+def _line_row(line_no: int, name: str, raw: bytes, fmt: Format, source: SourceInfo | None) -> dict[str, Any]:
+    where = f"{name}:{line_no}"
+    return {"row": line_no, "origin": where, **_jsonl_row(_parse_line(raw, where), fmt, source)}
 
 
 def _parse_line(raw: bytes, where: str) -> dict[str, Any]:
@@ -364,21 +384,29 @@ def _parse_line(raw: bytes, where: str) -> dict[str, Any]:
     return obj
 
 
+# The check reads the input in parts of at most this many rows and bytes: large parts make the validation's
+# fixed cost per part small, the bound keeps memory flat however large the rows.
+SCAN_ROWS, SCAN_BYTES = 10_000, 16 * 1024 * 1024
+
+
 @dataclass
 class InputScan:
     """The whole input, read once before any batch: the (origin, id) of every JSONL/BEIR line in file order
-    (for the run-wide uniqueness check), and each source it names as its first row states it, with that row's
-    origin."""
+    (for the run-wide uniqueness check), each source it names as its first row states it, with that row's
+    origin, and the file's `file_stamp` as it was read (None for a folder)."""
     ids: list[tuple[str, Any]] = field(default_factory=list)
     sources: dict[str, tuple[str, SourceInfo]] = field(default_factory=dict)
+    stamp: tuple[int, int, int] | None = None
 
 
-def scan_input(path: Path, fmt: Format, source: SourceInfo | None = None) -> InputScan:
+def scan_input(path: Path, fmt: Format, source: SourceInfo | None = None,
+               check_rows: Callable[[list[dict[str, Any]]], None] | None = None) -> InputScan:
     """Read the whole input before any batch is chunked or embedded, so that what would fail the run after
     minutes of work fails it now: a line that does not decode or parse (InputError), rows that state one
-    source differently (SourceConflictError), a folder without a source or without files. A row whose source
-    fields validation will refuse (a blank name, an importance outside 1–5) is left to validation, which names
-    it in its batch. A folder's files are read by their batch: a bad one fails alone."""
+    source differently (SourceConflictError), a folder without a source or without files. `check_rows` is
+    given every JSONL/BEIR row, as batches will load them, part by part (validation); a row whose source
+    fields validation will refuse (a blank name, an importance outside 1–5) is left to it. A folder's files
+    are read by their batch: a bad one fails alone."""
     path = Path(path)
     scan = InputScan()
     if fmt == "folder":
@@ -388,19 +416,21 @@ def scan_input(path: Path, fmt: Format, source: SourceInfo | None = None) -> Inp
         scan.sources[source.name] = (path.name, source)
         return scan
     key = "_id" if fmt == "beir" else "id"
-    for batch in iter_raw(path, fmt, batch_size=10_000):
-        for line_no, raw in batch.items:
-            where = f"{batch.name}:{line_no}"
-            obj = _parse_line(raw, where)
-            if obj.get(key) is not None:
-                scan.ids.append((where, obj[key]))
-            row = _jsonl_row(obj, fmt, source)
+    file = path / "corpus.jsonl" if path.is_dir() else path
+    scan.stamp = file_stamp(file) if file.is_file() else None
+    for batch in iter_raw(path, fmt, batch_size=SCAN_ROWS, max_batch_bytes=SCAN_BYTES):
+        rows = [_line_row(line_no, batch.name, raw, fmt, source) for line_no, raw in batch.items]
+        for row in rows:
+            if row["external_id"] is not None:
+                scan.ids.append((row["origin"], row["external_id"]))
             if not _states_a_valid_source(row):
                 continue
             stated = _source_of(row)
-            first = scan.sources.setdefault(stated.name, (where, stated))[1]
-            if (conflict := source_conflict(first, stated, where)) is not None:
+            first = scan.sources.setdefault(stated.name, (row["origin"], stated))[1]
+            if (conflict := source_conflict(first, stated, row["origin"])) is not None:
                 raise conflict
+        if check_rows is not None:
+            check_rows(rows)
     return scan
 
 

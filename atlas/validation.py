@@ -67,7 +67,8 @@ class ValidationReport:
     rows: int
     expectations: int
     failures: list[Failure] = field(default_factory=list)
-    scope: str = "batch"   # "run" for the run-wide id check, which runs before anything is written
+    scope: str = "batch"   # "run" for the checks of the whole input, which run before anything is written
+    unreported_rows: int = 0   # failing rows past the most a report names (`InputValidation`)
 
     @property
     def success(self) -> bool:
@@ -80,7 +81,9 @@ class ValidationReport:
     def as_text(self) -> str:
         if self.success:
             return f"{self.rows} rows passed {self.expectations} expectations"
-        lines = [f"{len(self.failed_origins)} of {self.rows} rows failed validation; nothing from this {self.scope} was written:"]
+        lines = [f"{len(self.failed_origins) + self.unreported_rows} of {self.rows} rows failed validation; nothing from "
+                 f"this {self.scope} was written" + (f" (the first {len(self.failed_origins)} are named)"
+                                                     if self.unreported_rows else "") + ":"]
         for f in sorted(self.failures, key=lambda f: (_origin_sort_key(f.origin), f.expectation)):
             detail = f" ({f.detail})" if f.detail else ""
             lines.append(f"  {f.origin} (id {_shown(f.external_id, bare=True)}): {f.expectation} on {f.column} — "
@@ -320,6 +323,35 @@ def validate_rows(rows: list[dict[str, Any]], *, max_record_bytes: int = DEFAULT
                 report.failures.append(Failure(row["origin"], row.get("external_id"), config.type, shown_column, value,
                                                _detail(config.type, config.kwargs, value, limits)))
     return report
+
+
+class InputValidation:
+    """The rows of a whole input validated before anything is written, part by part as they are read (the
+    batch suite: one set of rules). Keeps the failures of the first `max_rows_named` failing rows and counts
+    the rest, so that memory stays flat whatever the input holds."""
+
+    def __init__(self, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, run_started: datetime | None = None,
+                 max_rows_named: int = 1000):
+        self.limits = {"max_record_bytes": max_record_bytes, "run_started": run_started}
+        self.max_rows_named = max_rows_named
+        self._report = ValidationReport(rows=0, expectations=0, scope="run")
+
+    def check(self, rows: list[dict[str, Any]]) -> bool:
+        """Validate the next part of the input; whether it passed."""
+        part = validate_rows(rows, **self.limits)
+        report = self._report
+        report.rows += part.rows
+        report.expectations = max(report.expectations, part.expectations)
+        named = set(report.failed_origins)
+        for failure in part.failures:
+            if failure.origin in named or len(named) < self.max_rows_named:
+                named.add(failure.origin)
+                report.failures.append(failure)
+        report.unreported_rows += len(set(part.failed_origins) - named)
+        return part.success
+
+    def report(self) -> ValidationReport:
+        return self._report
 
 
 def validate_unique_ids(entries: list[tuple[str, Any]]) -> ValidationReport:

@@ -52,12 +52,15 @@ def write_synthetic_jsonl(path: Path, documents: int, *, seed: int = 7) -> Path:
     return Path(path)
 
 
-def _child(corpus: str, data_dir: str, sort_sample: int, ready: bool = False) -> None:
+def _child(corpus: str, data_dir: str, sort_sample: int, ready: bool = False, holding: str = "",
+           index_mode: str = "auto") -> None:
     """Runs in a subprocess: ingest, then the reference on the same chunks; prints JSON. For a model
     embedder the raw pass runs before and after the ingest: this machine's speed drifts by 10–15 %
     from one minute to the next, so a reference taken on one side only is biased by that drift.
     `ready`: the database exists (migrated, server up) and great-expectations is imported before the
-    flow starts, so the run's seconds are the input's own, not the one-off set-up of a new installation."""
+    flow starts, so the run's seconds are the input's own, not the one-off set-up of a new installation.
+    `holding`: a corpus ingested first, untimed (the database already holds it); the floor then covers
+    only the measured corpus's chunks. `index_mode`: the measured ingest's."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from forum_atlas.config import Settings, settings_from_env
@@ -74,10 +77,11 @@ def _child(corpus: str, data_dir: str, sort_sample: int, ready: bool = False) ->
     texts = [] if hashed else _chunk_texts(Path(corpus))
     raw_before = None if hashed else _raw_pass(texts)
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        summary = ingest(corpus, batch_size=2000)
+        held = ingest(holding, batch_size=2000)["chunks_added"] if holding else 0
+        summary = ingest(corpus, batch_size=2000, index_mode=index_mode)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if hashed:
-        reference = {"floor": _copy_floor(Settings(data_dir=Path(data_dir)))}
+        reference = {"floor": _copy_floor(Settings(data_dir=Path(data_dir)), skip=held)}
     else:
         reference = {"model": {"before": raw_before, "after": _raw_pass(texts), **_sorting_speedup(texts[:sort_sample])}}
     print(json.dumps({"summary": summary, "peak_rss_mb": peak_mb, **reference}))
@@ -124,15 +128,17 @@ def _sorting_speedup(sample: list[str]) -> dict:
     return {"sample": len(sample), "sample_sorted_seconds": timings[True], "sample_unsorted_seconds": timings[False]}
 
 
-def _copy_floor(settings) -> dict:
+def _copy_floor(settings, skip: int = 0) -> dict:
     """The chunks as the writer stores them, with nothing else: COPYed bare, analysed by one parallel query
     (sql/072), inserted into a table with the same keys; the vectors COPYed into an empty twin of theirs;
-    the same index built."""
+    the same index built. `skip`: the first chunks stored (what the database held before), left out."""
     from forum_atlas.store.db import Database
 
     with Database.open(settings) as db, db.connection() as conn:  # rolled back: the floor leaves nothing
-        chunks = conn.execute("SELECT chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable FROM forum.chunks").fetchall()
-        vectors = conn.execute("SELECT chunk_id, model_id, embedding FROM forum.embeddings").fetchall()
+        chunks = conn.execute("SELECT chunk_key, document_id, ordinal, start_char, end_char, heading, body, searchable "
+                              "FROM forum.chunks ORDER BY chunk_id OFFSET %s", (skip,)).fetchall()
+        vectors = conn.execute("SELECT chunk_id, model_id, embedding FROM forum.embeddings ORDER BY chunk_id OFFSET %s",
+                               (skip,)).fetchall()
         dim = conn.execute("SELECT dim FROM forum.embedding_models LIMIT 1").fetchone()["dim"]
         # not temporary: parallel workers cannot read a temporary table
         conn.execute("CREATE UNLOGGED TABLE forum.stage_floor (LIKE forum.chunk_stage INCLUDING DEFAULTS)")
@@ -165,12 +171,13 @@ def _copy_floor(settings) -> dict:
     return {"chunks": len(chunks), "seconds": seconds}
 
 
-def _run(corpus: Path, embedder: str = "hashed", sort_sample: int = 0, *, ready: bool = False) -> dict:
+def _run(corpus: Path, embedder: str = "hashed", sort_sample: int = 0, *, ready: bool = False,
+         holding: Path | None = None, index_mode: str = "auto") -> dict:
     with tempfile.TemporaryDirectory(prefix="atlas-bench-") as data_dir:
         # A Prefect home of its own: the temporary API's SQLite file is not shared with other processes.
         env = {**os.environ, "PREFECT_HOME": str(Path(data_dir) / "prefect"), "ATLAS_EMBEDDER": embedder}
         out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", str(corpus), data_dir, str(sort_sample),
-                              str(int(ready))], cwd=REPO, capture_output=True, text=True, env=env)
+                              str(int(ready)), str(holding or ""), index_mode], cwd=REPO, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"ingesting {corpus.name} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -183,10 +190,10 @@ def main() -> None:
     parser.add_argument("--onnx-docs", type=int, default=5183, help="SciFact abstracts for the ONNX table (0: skip it)")
     parser.add_argument("--onnx-only", action="store_true", help="only the ONNX table")
     parser.add_argument("--sort-sample", type=int, default=512, help="chunks for the length-sorting speed-up")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child[0], args.child[1], int(args.child[2]), args.child[3] == "1")
+        _child(args.child[0], args.child[1], int(args.child[2]), args.child[3] == "1", args.child[4], args.child[5])
         return
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")

@@ -1,6 +1,6 @@
 """Ingest flow: sources → documents → chunks → embeddings → PostgreSQL (ING-1…6).
 
-Per batch: load → validate → (skip stored content) → prepare (chunk → embed) → write; after the
+Per batch: load → (documents: validate) → skip stored content → prepare (chunk → embed) → write; after the
 batches, the HNSW index is built and the BM25 posting blocks the batches added are merged. Batches
 stream, so memory does not grow with the corpus. The prepare step is submitted to the flow's task
 runner — threads by default, or a Dask cluster (`forum_atlas.blocks.task_runners`) whose workers prepare
@@ -8,9 +8,11 @@ several batches at once — while one writer thread of this process, the only on
 connections, writes them in input order, one transaction each, the database writing batch n while
 batch n+1 is prepared. A failing batch writes nothing and stops the run (the batches read before it
 are written first, so the database ends as a single-process run leaves it); a re-run skips what earlier
-runs stored. Before the first batch, the whole input is read once (`check_input`): repeated ids (so the
-outcome never depends on `batch_size`), unreadable lines, sources that disagree with each other or with the
-stored ones and a missing embedder key fail the run there, before any chunking or embedding.
+runs stored. Before the first batch, the whole input is read once, streaming (`check_input`): a JSONL or BEIR
+row that fails validation (so a bad last row of 50,000 writes nothing), repeated ids (so the outcome never
+depends on `batch_size`), unreadable lines, sources that disagree with each other or with the stored ones and
+a missing embedder key fail the run there, before any chunking, embedding or writing. A file changed after that
+check fails the run at the next batch it reads. Documents (a folder) are read, and validated, by their batch.
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ def ingest(
         chunk_chars: largest chunk, in characters
         overlap_chars: whole sentences repeated between chunks, at most this long
         embedder: empty uses ATLAS_EMBEDDER or the providers block
-        index_mode: auto rebuilds the HNSW index after a load that could double what is stored
+        index_mode: auto rebuilds the HNSW index after the load when that costs less than inserting the
+            load's new vectors into it (a build over all, against ~8x per vector for inserts)
         database_block: the Forum Atlas Database block to use; empty = the worker's ATLAS_* environment
         providers_block: the Forum Atlas Providers block (embedder, API keys); empty = the worker's environment
         progress_bar: a terminal progress bar (the CLI's)
@@ -131,8 +134,8 @@ def ingest(
     total_bytes = sum(p.stat().st_size for p in input_path.rglob("*") if p.is_file()) if input_path.is_dir() else input_path.stat().st_size
 
     run_id = flow_run_id()
-    check_input(settings, input_path, fmt, source_info)
-    model = begin_load(settings, total_bytes, index_mode)
+    checked = check_input(settings, input_path, fmt, source_info, settings.max_record_bytes, run_started)
+    model = begin_load(settings, total_bytes if checked.new_bytes is None else checked.new_bytes, index_mode, options)
     embed_stats_start = embedder_stats(settings)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
     bar = _ProgressBar(total_bytes) if progress_bar else None
@@ -141,11 +144,13 @@ def ingest(
     log, rows_seen, files = CommitLog(input_path.name), 0, []
     writes = _OrderedWrites(settings, run_id, log, ahead=parallel_slots(runner))
     try:
-        for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size), start=1):
+        for number, raw in enumerate(iter_raw(input_path, fmt, batch_size=batch_size, stamp=checked.stamp), start=1):
             writes.reading(number, raw)
-            loaded = load_batch(BatchInFlight(number, raw), source_info, document_options, bar.page if bar else None)
-            batch = skip_stored(settings, validate_batch(loaded, settings.max_record_bytes, run_started))
-            rows_seen += len(batch.rows)
+            batch = load_batch(BatchInFlight(number, raw), source_info, document_options, bar.page if bar else None)
+            if fmt == "folder":   # documents are read by their batch, and validated there
+                batch = validate_batch(batch, settings.max_record_bytes, run_started)
+            batch = skip_stored(settings, batch)
+            rows_seen += len(batch.records)
             files += _file_outcomes(batch)
             writes.add(number, raw, prepare_batch.submit(settings, batch, options))
             update_progress_artifact(progress_id, progress=100.0 * raw.bytes_read / max(total_bytes, 1))

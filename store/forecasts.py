@@ -24,7 +24,7 @@ from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
 from forum_atlas.scoring.report import STATES
 from forum_atlas.series.connectors.base import FetchedVintage
 from forum_atlas.series.connectors.file import FileConnector
-from forum_atlas.series.coverage import coverage_error, uncovered_dates
+from forum_atlas.series.coverage import coverage_error, published_by, uncovered_dates
 from forum_atlas.series.parsing import Observation
 from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, SeriesRegistry
 from forum_atlas.store.db import Database, record_event
@@ -67,7 +67,8 @@ def _vintage_dates(conn: psycopg.Connection, vintage_id: int) -> list[date]:
 
 def check_coverage(conn: psycopg.Connection, fetched: FetchedVintage) -> None:
     """FC-10: refuse a full vintage that lacks a date of the full vintage before it (by fetched_at), or
-    has a date the full vintage after it lacks. The database checks the same at commit
+    lacks a date the full vintage after it holds from the new one's first date to the last one published
+    when it was fetched (`published_by`), or has a date the full vintage after it lacks. The database checks the same at commit
     (sql/031_vintage_coverage.sql); this is the same rule, with the readable message."""
     observations = fetched.series.observations
     before = conn.execute(
@@ -82,13 +83,20 @@ def check_coverage(conn: psycopg.Connection, fetched: FetchedVintage) -> None:
             raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=before["label"],
                                  other_id=before["vintage_id"])
     after = conn.execute(
-        """SELECT vintage_id, label FROM forum.series_vintages
+        """SELECT vintage_id, label, fetched_at FROM forum.series_vintages
             WHERE series_id = %s AND NOT partial AND fetched_at > %s
             ORDER BY fetched_at, vintage_id LIMIT 1""",
         (fetched.series_id, fetched.fetched_at),
     ).fetchone()
     if after is not None:
-        lacking = uncovered_dates([o.observation_date for o in observations], _vintage_dates(conn, after["vintage_id"]))
+        later_dates = sorted(_vintage_dates(conn, after["vintage_id"]))
+        first, last = observations[0].observation_date, observations[-1].observation_date
+        through = max(last, published_by(later_dates, after["fetched_at"], fetched.fetched_at) or last)
+        lacking = uncovered_dates([d for d in later_dates if first <= d <= through], observations)
+        if lacking:
+            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
+                                 other_id=after["vintage_id"], through=through)
+        lacking = uncovered_dates([o.observation_date for o in observations], later_dates)
         if lacking:
             raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
                                  other_id=after["vintage_id"], later=True)

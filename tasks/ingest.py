@@ -21,11 +21,12 @@ from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.config import Settings
 from forum_atlas.embeddings import embedder_for
 from forum_atlas.embeddings.base import stats_of
-from forum_atlas.ingestion import BatchInFlight, WriteResult
+from forum_atlas.ingestion import BatchInFlight, InputCheck, WriteResult
 from forum_atlas.records import DocumentOptions, Format, SourceInfo, load_documents, load_rows, scan_input, to_records
 from forum_atlas.store import documents
 from forum_atlas.store.db import is_transient, record_event, shared_database
-from forum_atlas.validation import BatchValidationError, ValidationReport, validate_rows, validate_unique_ids
+from forum_atlas.validation import (BatchValidationError, InputValidation, ValidationReport, validate_rows,
+                                    validate_unique_ids)
 
 # Batches are large, short-lived values: never hash or persist them.
 ingest_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -42,39 +43,57 @@ def _transient(task: object, task_run: object, state: State) -> bool:
     return is_transient(state.result(raise_on_failure=False))
 
 
-@batch_task("load-batch")
-def load_batch(batch: BatchInFlight, source: SourceInfo | None, documents: DocumentOptions = DocumentOptions(),
-               on_page: Callable[[int], None] | None = None) -> BatchInFlight:
-    """JSONL lines into rows; files into rows and a typed outcome per file (a bad file yields no row)."""
-    if batch.raw.fmt == "folder":
-        batch.rows, batch.files = load_documents(batch.raw, source, documents, on_page)
-    else:
-        batch.rows = load_rows(batch.raw, source)
-    return batch
-
-
 def _refuse(report: ValidationReport, description: str) -> None:
     create_markdown_artifact(key="ingest-validation-failure", markdown=report.as_markdown(), description=description)
     raise BatchValidationError(report)
 
 
 @task(name="check-input", task_run_name="check-input", cache_policy=NO_CACHE, persist_result=False)
-def check_input(settings: Settings, path: Path, fmt: Format, source: SourceInfo | None) -> int:
-    """Before any batch is chunked or embedded, what would otherwise fail the run after minutes of that work:
-    the input reads whole, its ids repeat nowhere (whatever the batch size), the sources it names agree with
-    one another and with the stored ones (sector included), and the embedder is set up (its API key present).
-    Returns the number of ids read."""
-    scan = scan_input(path, fmt, source)
-    report = validate_unique_ids(scan.ids)
-    if not report.success:
-        _refuse(report, "ids repeated within the input; nothing from this run was written")
-    documents.check_sources(shared_database(settings), scan.sources)
+def check_input(settings: Settings, path: Path, fmt: Format, source: SourceInfo | None, max_record_bytes: int,
+                run_started: datetime) -> InputCheck:
+    """Before any batch is chunked, embedded or written, what would otherwise fail the run after minutes of
+    that work, or after some batches are stored: every JSONL/BEIR row passes validation (the batch suite, read
+    in one streaming pass), the input reads whole, its ids repeat nowhere (whatever the batch size), the
+    sources it names agree with one another and with the stored ones (sector included), and the embedder is
+    set up (its API key present). The same pass measures how much of the input's content is new, for the
+    index plan (`begin_load`). A folder's documents are read, and validated, by their batch."""
+    db = shared_database(settings)
+    rows = InputValidation(max_record_bytes=max_record_bytes, run_started=run_started)
+    new_bytes = 0
+
+    def check_part(part: list[dict]) -> None:
+        nonlocal new_bytes
+        if rows.check(part):
+            records = to_records(part)
+            known = documents.known_versions(db, records)
+            new_bytes += sum(len(r.title.encode()) + len(r.text.encode()) for r in records
+                             if (r.source.name, r.external_id, r.content_hash) not in known)
+
+    scan = scan_input(path, fmt, source, check_rows=check_part)
+    for report, description in ((validate_unique_ids(scan.ids), "ids repeated within the input"),
+                                (rows.report(), "rows that failed validation")):
+        if not report.success:
+            _refuse(report, f"{description}; nothing from this run was written")
+    documents.check_sources(db, scan.sources)
     embedder_for(settings)
-    return len(scan.ids)
+    return InputCheck(scan.stamp, None if fmt == "folder" else new_bytes)
+
+
+@batch_task("load-batch")
+def load_batch(batch: BatchInFlight, source: SourceInfo | None, documents: DocumentOptions = DocumentOptions(),
+               on_page: Callable[[int], None] | None = None) -> BatchInFlight:
+    """JSONL lines into records (check-input validated every row before the first batch); files into rows
+    and a typed outcome per file (a bad file yields no row), validated by `validate_batch`."""
+    if batch.raw.fmt == "folder":
+        batch.rows, batch.files = load_documents(batch.raw, source, documents, on_page)
+    else:
+        batch.records = to_records(load_rows(batch.raw, source))
+    return batch
 
 
 @batch_task("validate-batch")
 def validate_batch(batch: BatchInFlight, max_record_bytes: int, run_started: datetime) -> BatchInFlight:
+    """A batch of documents: the rows read from its files (a JSONL row is validated by check-input)."""
     report = validate_rows(batch.rows, max_record_bytes=max_record_bytes, run_started=run_started)
     if not report.success:
         _refuse(report, f"batch {batch.number}: rows that failed validation; nothing was written")
@@ -115,13 +134,14 @@ def write_batch(settings: Settings, batch: BatchInFlight, run_id: str | None) ->
 
 
 @ingest_task
-def begin_load(settings: Settings, input_bytes: int, index_mode: str) -> dict:
-    """Register the embedder; for a bulk load, drop its HNSW index so it is built once at the end."""
+def begin_load(settings: Settings, new_bytes: int, index_mode: str, options: ChunkingOptions) -> dict:
+    """Register the embedder; when rebuilding its HNSW index after the load is cheaper than inserting into it
+    (`rebuild_is_cheaper`, on the chunks `new_bytes` of new content make), drop it so it is built once at the
+    end. A re-run of stored content adds nothing and keeps the index."""
     model = embedder_for(settings)
     state = documents.register_embedder(shared_database(settings), model.name, model.engine, model.version, model.dim)
-    # ~1 chunk per kB of input: rebuild when the input could at least double what is stored (a
-    # re-run of the same corpus stays incremental and adds nothing).
-    bulk = index_mode == "rebuild" or (index_mode == "auto" and input_bytes // 1000 >= 2 * state["vectors"])
+    bulk = index_mode == "rebuild" or (
+        index_mode == "auto" and ingestion.rebuild_is_cheaper(state["vectors"], ingestion.expected_chunks(new_bytes, options)))
     if bulk and state["indexed"]:
         documents.drop_embedding_index(shared_database(settings), state["model_id"])
     return {**state, "bulk": bulk, "embedder": model.name, "engine": model.engine, "version": model.version}

@@ -2,14 +2,20 @@
 
 Values may be revised, and a period may be empty where the publisher marks it missing (an empty
 field or '.', kept as an observation with no value), but a period the previous vintage had may not
-be absent from the file. A file that covers less is refused, unless it is loaded explicitly as
-partial: then it is kept and listed but never used as the newest vintage.
+be absent from the file. A vintage is compared with its neighbours on both sides by fetch time. One
+fetched before a stored vintage must hold every period that later vintage holds from the new one's
+first period to the last one already published when it was fetched: a download holds the series up
+to its fetch time (a one-row file dated 2020 is no download of 2025). What "published" means is read
+from the later vintage itself: its publication lag (its fetch date less its last period), plus one
+period of margin for a lag that varies. Downloads may start at different periods (FRED's window).
+A file that covers less is refused, unless it is loaded explicitly as partial: then it is kept and
+listed but never used as the newest vintage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date
+from datetime import date, datetime
 
 from forum_atlas.series.parsing import Observation
 
@@ -30,6 +36,16 @@ def uncovered_dates(covered: Iterable[date], covering: Iterable[Observation] | I
     return sorted(d for d in set(covered) if d not in have)
 
 
+def published_by(later_dates: list[date], later_fetched_at: datetime, fetched_at: datetime) -> date | None:
+    """The last period a download fetched at `fetched_at` must hold, as the later vintage (its sorted dates,
+    its fetch time) shows: the periods out by then with its publication lag, less one period of margin.
+    None when the later vintage has fewer than two dates (no period to read)."""
+    if len(later_dates) < 2:
+        return None
+    lag = later_fetched_at.date() - later_dates[-1]
+    return fetched_at.date() - lag - (later_dates[-1] - later_dates[-2])
+
+
 def _dates(lacking: list[date]) -> str:
     shown = ", ".join(d.isoformat() for d in lacking[:_SHOWN])
     return shown + (f" (and {len(lacking) - _SHOWN} more)" if len(lacking) > _SHOWN else "")
@@ -41,8 +57,15 @@ _ADVICE = ("nothing was stored. A later download must cover every date of the ea
 
 
 def coverage_error(series_id: str, label: str, lacking: list[date], *, other_label: str, other_id: int,
-                   later: bool = False) -> VintageCoverageError:
-    if later:
+                   later: bool = False, through: date | None = None) -> VintageCoverageError:
+    """`later`: the new vintage holds dates the later vintage lacks; `through`: the new vintage, fetched before
+    the later one, lacks dates that one holds up to `through` (published by the new one's fetch time)."""
+    if through is not None:
+        what = (f"{series_id} vintage {label!r} lacks {len(lacking)} date(s) up to {through.isoformat()} that the "
+                f"later vintage {other_label!r} (#{other_id}) covers: {_dates(lacking)} (fetched earlier, it must "
+                "hold every period from its first that was published when it was fetched, as that vintage's "
+                "publication lag shows)")
+    elif later:
         what = (f"{series_id} vintage {label!r} has {len(lacking)} date(s) that the later vintage "
                 f"{other_label!r} (#{other_id}) lacks: {_dates(lacking)}")
     else:

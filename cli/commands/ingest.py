@@ -30,7 +30,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap-chars", type=int, default=200, help="whole sentences repeated between chunks, at most this long")
     p.add_argument("--embedder", choices=EMBEDDER_NAMES, help="default: ATLAS_EMBEDDER, else onnx-minilm")
     p.add_argument("--index-mode", choices=["auto", "incremental", "rebuild"], default="auto",
-                   help="auto rebuilds the HNSW index after a load that could double what is stored")
+                   help="auto rebuilds the HNSW index after the load when that is cheaper than inserting into it")
     docs = p.add_argument_group("documents")
     docs.add_argument("--pdf-password", help="password of encrypted PDFs (without it they fail as 'encrypted')")
     docs.add_argument("--max-file-bytes", type=int, help="a larger file fails as 'too_large' (default 256 MiB)")

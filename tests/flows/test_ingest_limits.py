@@ -169,3 +169,20 @@ def test_a_10mb_record_ingests_quickly_with_the_limit_raised(atlas_env, tmp_path
     # A guard against the quadratic cost coming back (645 s, then 396 s); the figure against the database
     # floor is measured by `python -m bench.large_record` (BENCHMARKS.md), not asserted here.
     assert seconds < 60, f"10 MB record took {seconds:.1f} s (was 396 s before sql/035)"
+
+
+def test_index_mode_auto_rebuilds_when_a_load_matches_what_is_stored(atlas_env, tmp_path):
+    """Issue 25 (6): a record of random-word text into a database that holds one of the same size took the
+    incremental HNSW path (48–51 s for 10 MB against 22 s rebuilding): inserting costs ~8x a vector's share of
+    a build, so a load of as many vectors as are stored rebuilds. A load much smaller than the store, and a
+    re-run that adds nothing, keep the index."""
+    from bench.large_record import write_record
+
+    first = ingest(str(write_record(tmp_path / "held.jsonl", 0.2, "random", seed=2)))
+    assert first["index_mode"] == "rebuild"   # nothing stored
+    second = ingest(str(write_record(tmp_path / "record.jsonl", 0.2, "random", seed=1)))
+    assert second["index_mode"] == "rebuild" and second["chunks_added"] >= first["chunks_added"] // 2
+    assert _count(atlas_env, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_m%'") == 1
+    assert ingest(str(tmp_path / "record.jsonl"))["index_mode"] == "incremental", "a re-run adds nothing"
+    small = ingest(str(write_record(tmp_path / "small.jsonl", 0.02, "random", seed=3)))
+    assert small["index_mode"] == "incremental" and small["chunks_added"] > 0

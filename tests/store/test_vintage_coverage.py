@@ -174,6 +174,29 @@ def test_an_older_file_the_newer_vintage_does_not_cover_is_refused(db, series, t
     assert vintage_count(db) == 1
 
 
+def test_an_older_one_row_file_is_refused_by_the_later_vintage(db, series, tmp_path):
+    """Issue 25 (5): a one-row file loaded with a fetch time older than every stored vintage was stored as full.
+    The later vintage 2025-04 (fetched 2025-04-01, last period 2025-03: a lag of 31 days, periods of a month)
+    shows every month to 2024-11 out by 2025-01-01; the file holds only 2020-01."""
+    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    stub = tmp_path / "p.csv"
+    stub.write_text(REPRODUCTION)
+    with pytest.raises(VintageCoverageError, match=r"'p' lacks 58 date\(s\) up to 2024-11-03 that the later vintage "
+                                                   r"'2025-04' \(#\d+\) covers: 2020-02-01, 2020-03-01") as err:
+        repo.load_series_files(db, [stub], fetched_at=at(2025, 1, 1))
+    assert err.value.lacking[-1] == date(2024, 11, 1)
+    assert vintage_count(db) == 2
+    # a real older download: a shorter window, ending where its fetch time allowed
+    older = tmp_path / "UNRATE__fred_vintage_2020-02.csv"
+    older.write_text("".join(line + "\n" for line in (series / "UNRATE__fred_vintage_2025-04.csv").read_text().splitlines()
+                             if not line[:4].isdigit() or line < "2020-02"))
+    [kept] = repo.load_series_files(db, [older])
+    assert kept["created"] and not kept["partial"] and kept["label"] == "2020-02"
+    # as partial, the one-row file is kept, never the newest
+    [partial] = repo.load_series_files(db, [stub], fetched_at=at(2025, 1, 1), partial=True)
+    assert partial["created"] and partial["partial"]
+
+
 def test_the_newest_vintage_as_of_issue_skips_partial_ones(db, series, tmp_path):
     repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     stub = tmp_path / "p.csv"
@@ -197,6 +220,13 @@ def test_database_refuses_a_regressing_vintage_and_partial_scores(db, series):
     with pytest.raises(psycopg.errors.CheckViolation, match=r"lacks 120 date\(s\) that the previous vintage 2025-04"):
         with db.transaction() as conn:
             vid = conn.execute(insert, (False,)).fetchone()["vintage_id"]
+            conn.execute("INSERT INTO forum.series_observations VALUES (%s, '2020-01-01', 3.5)", (vid,))
+    assert vintage_count(db) == 1
+    older = insert.replace("2026-04-01Z", "2025-01-01Z")   # fetched before the stored vintage (issue 25)
+    with pytest.raises(psycopg.errors.CheckViolation,
+                       match=r"lacks 58 date\(s\) up to 2024-11-03 that the later vintage 2025-04 .*first: 2020-02-01"):
+        with db.transaction() as conn:
+            vid = conn.execute(older, (False,)).fetchone()["vintage_id"]
             conn.execute("INSERT INTO forum.series_observations VALUES (%s, '2020-01-01', 3.5)", (vid,))
     assert vintage_count(db) == 1
     with db.transaction() as conn:
