@@ -109,25 +109,21 @@ def _title(meta_title: str, first_page: list[str]) -> str:
     return next((" ".join(line.split()) for line in first_page if len(line.strip()) > 2), "")[:300]
 
 
-def _sections(path: Path, password: str | None, page_texts: list[str], page_starts: list[int]) -> list[Section]:
+def _sections(document: pdfium.PdfDocument, page_texts: list[str], page_starts: list[int]) -> list[Section]:
     """The outline (bookmarks): each title placed where it is printed on its page (after the previous title
     found there), else at the page's start."""
-    document = open_pdf(path, password)
-    try:
-        sections = []
-        searched_from: dict[int, int] = {}
-        for bookmark in document.get_toc(max_depth=8):
-            dest = bookmark.get_dest()
-            index = dest.get_index() if dest is not None else None
-            title = " ".join(cleaning.clean_fragment(bookmark.get_title() or "").split())
-            if index is None or not title or index >= len(page_texts):
-                continue
-            found = page_texts[index].find(title, searched_from.get(index, 0))
-            if found >= 0:
-                searched_from[index] = found + len(title)
-            sections.append(Section(page_starts[index] + max(found, 0), bookmark.level + 1, title))
-    finally:
-        document.close()
+    sections = []
+    searched_from: dict[int, int] = {}
+    for bookmark in document.get_toc(max_depth=8):
+        dest = bookmark.get_dest()
+        index = dest.get_index() if dest is not None else None
+        title = " ".join(cleaning.clean_fragment(bookmark.get_title() or "").split())
+        if index is None or not title or index >= len(page_texts):
+            continue
+        found = page_texts[index].find(title, searched_from.get(index, 0))
+        if found >= 0:
+            searched_from[index] = found + len(title)
+        sections.append(Section(page_starts[index] + max(found, 0), bookmark.level + 1, title))
     return sorted(sections, key=lambda s: s.start)
 
 
@@ -137,13 +133,6 @@ _LINE_SEPARATOR = "\x00"
 
 
 def read_pdf(path: Path, *, password: str | None = None, on_page: Callable[[int], None] | None = None) -> ReadDocument:
-    document = open_pdf(path, password)
-    try:
-        if len(document) == 0:
-            raise DocumentError("empty", "the PDF has no pages")
-        meta = document.get_metadata_dict()
-    finally:
-        document.close()
     first_page: list[str] = []
     pages: list[str] = []
     edges: list[cleaning.PageEdges] = []
@@ -154,6 +143,8 @@ def read_pdf(path: Path, *, password: str | None = None, on_page: Callable[[int]
         visible += sum(len("".join(line.split())) for line in lines)
         edges.append(cleaning.page_edges(lines))
         pages.append(_LINE_SEPARATOR.join(lines))
+    if not pages:
+        raise DocumentError("empty", "the PDF has no pages")
     if visible < MIN_CHARS_PER_PAGE * len(pages):
         raise DocumentError("no_text_layer", f"no text layer ({visible} characters on {len(pages)} page{'s' if len(pages) > 1 else ''}): the "
                                              "pages are images, and OCR is not done")
@@ -165,11 +156,17 @@ def read_pdf(path: Path, *, password: str | None = None, on_page: Callable[[int]
     page_texts = [cleaning.join_line_break_hyphens(text, words) if cleaning.PDFIUM_LINE_HYPHEN in text or "-\n" in text
                   else text for text in page_texts]
     text, page_starts = cleaning.join_pages(page_texts, words)
+    document = open_pdf(path, password)   # the pages are read: one opening for the metadata and the outline
+    try:
+        meta = document.get_metadata_dict()
+        sections = _sections(document, page_texts, page_starts)
+    finally:
+        document.close()
     authors = [a.strip() for a in re.split(r";|,|\band\b", cleaning.clean_fragment(meta.get("Author", ""))) if a.strip()]
     return ReadDocument(
         text=text, kind="pdf", reader=READER, reader_version=VERSION,
         title=_title(meta.get("Title", ""), cleaning.drop_running_lines(first_page, running)), page_starts=page_starts,
-        sections=_sections(path, password, page_texts, page_starts), authors=authors,
+        sections=sections, authors=authors,
         published_at=_pdf_date(meta.get("CreationDate", "")),
         doi=find_doi("\n".join(first_page)) or find_doi(meta.get("Subject", "")),
     )
