@@ -47,6 +47,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from bench.forecast_skill import CUT, REGIMES, _cells
 from forum_atlas.forecasting.adaptive import (
     AdaptiveHistory,
     gated_recalibration,
@@ -54,20 +55,18 @@ from forum_atlas.forecasting.adaptive import (
     held_out_stats,
 )
 from forum_atlas.forecasting.drivers import (
-    PERIODS_PER_YEAR,
     MIN_RECORD_CHANGES,
+    PERIODS_PER_YEAR,
     RECORD_HALF_LIFE_YEARS,
+    HeldOutRecord,
     _logit,
     _sigmoid,
-    HeldOutRecord,
     held_out_record,
     held_out_sums,
     origin_outcomes,
     satisfied_changes,
 )
 from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
-
-from bench.forecast_skill import CUT, REGIMES, _cells
 
 RECENT_HALF_LIFE_YEARS = 3.0
 DAILY_EVERY = 5
