@@ -4,16 +4,14 @@ the rows up to it."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
-
 import numpy as np
 import pytest
 
 from forum_atlas.forecasting.adaptive import AdaptiveHistory, AdaptiveRule
-from forum_atlas.forecasting.binding import BoundQuestion
-from forum_atlas.forecasting.drivers import MIN_RECORD_CHANGES, SeriesView
+from forum_atlas.forecasting.drivers import MIN_RECORD_CHANGES
 from forum_atlas.forecasting.montecarlo import simulate
 from forum_atlas.forecasting.widened import TEMPERATURES, WIDENING_DRIVER, Widening, WidenedRule
+from tests.atlas.forecasting.test_adaptive_rule import _next_month, _walk
 
 
 def _forecasts(claimed_spread: float, n: int = 6000, seed: int = 0):
@@ -55,18 +53,6 @@ def test_later_outcomes_never_move_an_earlier_row():
     for name in ("temperature", "widened", "record", "on", "probability"):
         np.testing.assert_array_equal(getattr(full, name)[..., :4003], getattr(again, name)[..., :4003])
     assert not np.array_equal(full.record[:, 4003:], again.record[:, 4003:])
-
-
-def _walk(up_probabilities: np.ndarray, seed: int) -> SeriesView:
-    rng = np.random.default_rng(seed)
-    steps = np.where(rng.random(len(up_probabilities)) < up_probabilities, 1.0, -1.0)
-    dates = (np.datetime64("1950-01", "M") + np.arange(len(steps) + 1)).astype("datetime64[D]")
-    return SeriesView(dates, np.concatenate([[100.0], 100.0 + np.cumsum(steps)]))
-
-
-def _next_month(view: SeriesView) -> BoundQuestion:
-    last, target = view.dates[-1].astype(date), (view.dates[-1].astype("datetime64[M]") + 1).astype(date)
-    return BoundQuestion("k", "SYNTH", ">", target, datetime(2100, 1, 1, tzinfo=timezone.utc), reference_date=last)
 
 
 def test_the_rule_answers_as_v4_plus_a_stated_widening_driver_as_if_cut_at_each_origin():
