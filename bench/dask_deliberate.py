@@ -26,8 +26,8 @@ from bench.deliberation import dev_claims, prepare_database
 
 def _run(questions: list, settings, workers: int) -> dict:
     from forum_atlas.blocks.database import AtlasDatabase
-    from forum_atlas.blocks.task_runners import task_runner
     from forum_atlas.flows.deliberate_batch import AUDIT_COUNTS, deliberate_batch
+    from forum_atlas.runtime.task_runners import task_runner
 
     batch = deliberate_batch.with_options(task_runner=task_runner(workers or None))
     start = time.perf_counter()
@@ -45,8 +45,8 @@ def main() -> None:
     for name, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "ATLAS_EMBEDDER": "hashed",
                         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120", "PREFECT_LOGGING_LEVEL": "WARNING"}.items():
         os.environ.setdefault(name, value)
-    from forum_atlas.cli.flow_session import flow_session
     from forum_atlas.flows.deliberate import DeliberationParameters
+    from forum_atlas.runtime.prefect_api import flow_session
 
     settings, _ = prepare_database()
     questions = [DeliberationParameters(question=c["claim"]) for c in dev_claims(args.questions)]

@@ -37,12 +37,12 @@ FINGERPRINT = {
 
 def _child(corpus: str, data_dir: str, dask_workers: int) -> None:
     """Runs in a subprocess: one ingest with the runner asked for; prints its figures as JSON."""
-    from forum_atlas.blocks.task_runners import task_runner
-    from forum_atlas.cli.flow_session import flow_session
     from forum_atlas.config import settings_from_env
     from forum_atlas.flows.ingest import ingest
+    from forum_atlas.ingestion.validation import warm_up_in_background
+    from forum_atlas.runtime.prefect_api import flow_session
+    from forum_atlas.runtime.task_runners import task_runner
     from forum_atlas.store.db import shared_database
-    from forum_atlas.validation import warm_up_in_background
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     db = shared_database(settings_from_env())   # server started and migrated before the clock starts

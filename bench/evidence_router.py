@@ -47,7 +47,8 @@ def flow_runs(runs: int) -> tuple[list[float], list[float], list[str]]:
     import psycopg
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from forum_atlas.store import migrations, pgserver
+    from forum_atlas.runtime import pgserver
+    from forum_atlas.store import migrations
     from tests.atlas.evidence.replay import crossref_message, recorded
     from tests.support.wire import WireServer
 

@@ -33,10 +33,10 @@ def _child(good: str, bad: str, data_dir: str) -> None:
 
     from forum_atlas.config import settings_from_env
     from forum_atlas.flows.ingest import ingest
-    from forum_atlas.records import iter_raw, load_rows, scan_input
+    from forum_atlas.ingestion.records import iter_raw, load_rows, scan_input
+    from forum_atlas.ingestion.validation import BatchValidationError, validate_rows, warm_up_in_background
     from forum_atlas.store.db import shared_database
     from forum_atlas.tasks.ingest import check_input
-    from forum_atlas.validation import BatchValidationError, validate_rows, warm_up_in_background
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     settings = settings_from_env()

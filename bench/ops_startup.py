@@ -5,7 +5,7 @@
 Each run is a fresh process that opens the embedded PostgreSQL of one data directory and closes it,
 as a worker's flow-run subprocess does. Without a holder (and ATLAS_IDLE_SECONDS=0) the server stops as
 soon as the run has left, so every run pays the start-up; with the holder
-(`python -m forum_atlas.cli.ops_stack hold-database`, which `atlas ops up` starts) runs join a
+(`python -m forum_atlas.runtime.ops_stack hold-database`, which `atlas ops up` starts) runs join a
 running server. Two times per process: `Database.open()` alone (measured inside it) and the whole
 process (interpreter, imports, open; the server's watchdog stops it after the process has exited).
 """
@@ -53,7 +53,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", OPEN], env=env, check=True, capture_output=True)   # initdb + migrate once
         rows = {"no holder: each run starts and stops the server": [_stopped_then_timed(env, folder)
                                                                     for _ in range(args.runs)]}
-        holder = subprocess.Popen([sys.executable, "-m", "forum_atlas.cli.ops_stack", "hold-database"], env=env,
+        holder = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.ops_stack", "hold-database"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         holder.stdout.readline()   # "holding the embedded PostgreSQL in …"
         try:

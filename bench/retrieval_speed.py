@@ -42,7 +42,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def server_url() -> str:
-    from forum_atlas.store import pgserver
+    from forum_atlas.runtime import pgserver
 
     return pgserver.embedded_url(Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-retrieval")) / "pgdata")
 

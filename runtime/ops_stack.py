@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forum_atlas.cli.flow_session import free_port, home_lock, prefect_home, wait_until_healthy
-from forum_atlas.cli.main import QUIET_CONSOLE
 from forum_atlas.config import Settings
+from forum_atlas.runtime.pgserver import pid_alive
+from forum_atlas.runtime.prefect_api import QUIET_CONSOLE, free_port, home_lock, prefect_home, wait_until_healthy
 from forum_atlas.scoring import DEGRADED
-from forum_atlas.store.pgserver import pid_alive
 
 WORK_POOL = "atlas-process"
 
@@ -38,6 +37,13 @@ class Stack:
     @property
     def ui_url(self) -> str:
         return self.api_url.removesuffix("/api")
+
+
+def schedule_state(deployment) -> str:
+    """active (a schedule of it is), paused, or absent (no such deployment)."""
+    if deployment is None:
+        return "absent"
+    return "active" if any(s.active for s in deployment.schedules) else "paused"
 
 
 def state_file(settings: Settings) -> Path:
@@ -107,7 +113,7 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> t
 
 def _start_role(stack: Stack, role: str, env: dict[str, str]) -> None:
     """Start the stack's database holder or worker (their logs append to <role>.log)."""
-    command = {"database": ["-m", "forum_atlas.cli.ops_stack", "hold-database"],
+    command = {"database": ["-m", "forum_atlas.runtime.ops_stack", "hold-database"],
                "worker": ["-m", "prefect", "worker", "start", "--pool", WORK_POOL, "--type", "process"]}[role]
     stack.pids[role] = _spawn([sys.executable, *command], env, Path(stack.logs) / f"{role}.log",
                               cwd=Path(stack.project_dir) if role == "worker" else None)
@@ -158,7 +164,6 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from forum_atlas.blocks import AtlasDatabase, AtlasProviders
-    from forum_atlas.cli.commands.lane import schedule_state
 
     with temporary_settings(updates={PREFECT_API_URL: api_url}), tempfile.TemporaryDirectory() as scratch:
         _ensure_work_pool()
@@ -366,8 +371,8 @@ def declare_crash_detection(after_seconds: int) -> str:
 def hold_database() -> None:
     """Keep the embedded PostgreSQL of ATLAS_DATA_DIR running until SIGTERM (then leave it cleanly)."""
     from forum_atlas.config import settings_from_env
+    from forum_atlas.runtime.pgserver import stop_embedded
     from forum_atlas.store.db import Database
-    from forum_atlas.store.pgserver import stop_embedded
 
     settings = settings_from_env()
     Database.open(settings).close()   # starts the server and applies any pending migrations

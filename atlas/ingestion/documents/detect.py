@@ -6,7 +6,7 @@ import zipfile
 from pathlib import Path
 from typing import Literal
 
-from forum_atlas.documents.model import DocumentError
+from forum_atlas.ingestion.documents.model import DocumentError
 
 Kind = Literal["pdf", "html", "docx", "markdown", "text"]
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")

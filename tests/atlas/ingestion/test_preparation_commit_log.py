@@ -1,7 +1,7 @@
 """The failure note of an interrupted ingest run (issue 10): what was committed, and where a re-run resumes."""
 
-from forum_atlas.ingestion import CommitLog, WriteResult
-from forum_atlas.records import RawBatch
+from forum_atlas.ingestion.preparation import CommitLog, WriteResult
+from forum_atlas.ingestion.records import RawBatch
 
 
 def _raw(items):

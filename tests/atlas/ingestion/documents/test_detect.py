@@ -2,7 +2,7 @@
 
 import pytest
 
-from forum_atlas.documents import DocumentError, read_document
+from forum_atlas.ingestion.documents import DocumentError, read_document
 
 
 @pytest.mark.parametrize(("name", "content", "kind", "says"), [

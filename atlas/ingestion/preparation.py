@@ -11,10 +11,9 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from forum_atlas.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
 from forum_atlas.embeddings.base import Embedder
-from forum_atlas.records import FileOutcome, RawBatch, Record
-
+from forum_atlas.ingestion.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
+from forum_atlas.ingestion.records import FileOutcome, RawBatch, Record
 
 # An HNSW insert into a built index costs about this many times a vector's share of building the index
 # over all vectors at once (pgvector 0.8, hashed embeddings of random-word text: ~8 on 10k vectors into 10k,

@@ -1,7 +1,7 @@
 """Input formats for ingestion, read as a stream of raw rows.
 
 Three formats: JSONL records, documents (a folder of PDF, HTML, DOCX, Markdown and text files read
-by `forum_atlas.documents`, or one such file), and the BEIR corpus format (so SciFact's `corpus.jsonl`
+by `forum_atlas.ingestion.documents`, or one such file), and the BEIR corpus format (so SciFact's `corpus.jsonl`
 ingests as is). `iter_raw` streams unparsed batches, `load_rows` decodes JSONL into flat rows (values
 as read, unvalidated, so great-expectations sees exactly what the file said), `load_documents` reads a
 batch of files into rows and a typed outcome per file, and `to_records` turns a validated batch into
@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 import dateutil.parser
 
-from forum_atlas.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document, release_freed_memory
-from forum_atlas.documents.detect import SNIFF_BYTES
-from forum_atlas.documents.text import decode_utf8
+from forum_atlas.ingestion.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document, release_freed_memory
+from forum_atlas.ingestion.documents.detect import SNIFF_BYTES
+from forum_atlas.ingestion.documents.text import decode_utf8
 
 Format = Literal["jsonl", "folder", "beir"]
 # A batch of documents holds at most this many bytes of files, however many files `batch_size` allows:

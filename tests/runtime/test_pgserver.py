@@ -8,14 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-from forum_atlas.store.pgserver import pid_alive
+from forum_atlas.runtime.pgserver import pid_alive
 
 REPO = Path(__file__).resolve().parents[2]
 STOP_BOUND_SECONDS = 10   # the README's bound after the idle period: the watchdog's interval, then a fast stop
 CLIENT = """
 import sys, time, psycopg
 from pathlib import Path
-from forum_atlas.store.pgserver import embedded_url
+from forum_atlas.runtime.pgserver import embedded_url
 url = embedded_url(Path(sys.argv[1]))
 with psycopg.connect(url) as conn:
     print(conn.execute("SELECT 40 + 2").fetchone()[0], flush=True)
@@ -50,7 +50,7 @@ def test_several_processes_can_start_the_same_server_at_once(tmp_path):
 def test_a_killed_client_does_not_keep_the_server_alive(tmp_path):
     """Issue 25 (4): the server of a client killed with SIGKILL stops by itself — its watchdog sees no live
     client left — within the stated bound after the idle period, with no other command run on the data directory."""
-    from forum_atlas.store.pgserver import WATCH_INTERVAL_SECONDS
+    from forum_atlas.runtime.pgserver import WATCH_INTERVAL_SECONDS
 
     pgdata, idle = tmp_path / "pgdata", 2
     victim = _client(pgdata, 60, idle)

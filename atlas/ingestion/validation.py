@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from forum_atlas.config import DEFAULT_MAX_RECORD_BYTES
-from forum_atlas.records import SOURCE_SCORES, parse_timestamp
+from forum_atlas.ingestion.records import SOURCE_SCORES, parse_timestamp
 
 # A web address, or a local document's file:// URI (its source URL when no web address is given).
 URL_PATTERN = r"^(?:https?://[^\s/?#]+\.[^\s]*|file:///[^\s]+)$"

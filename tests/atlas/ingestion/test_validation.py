@@ -2,8 +2,8 @@ from datetime import UTC
 
 import pytest
 
-from forum_atlas.records import iter_raw, load_rows
-from forum_atlas.validation import BatchValidationError, require_valid, validate_rows
+from forum_atlas.ingestion.records import iter_raw, load_rows
+from forum_atlas.ingestion.validation import BatchValidationError, require_valid, validate_rows
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_a_batch_whose_only_fault_is_a_lone_surrogate_is_refused_by_row(good_row
     assert "lone surrogate U+D800 at position 5; not encodable as UTF-8" in text
     assert "(id 'id-\\udc80')" in text
     text.encode("utf-8")   # printable, though the values it names are not
-    from forum_atlas.validation import validate_unique_ids
+    from forum_atlas.ingestion.validation import validate_unique_ids
 
     # ids differing only in their lone surrogates stay distinct; the same one twice is a duplicate
     ids = validate_unique_ids([("a:1", "x\ud800"), ("a:2", "x\ud801"), ("a:3", "x\ud800")])
@@ -143,7 +143,7 @@ def test_record_size_limit_names_the_limit_and_never_prints_the_text(good_rows):
 
 
 def test_ids_repeated_across_the_run_are_refused_with_every_occurrence():
-    from forum_atlas.validation import validate_unique_ids
+    from forum_atlas.ingestion.validation import validate_unique_ids
 
     report = validate_unique_ids([("in.jsonl:1", "a"), ("in.jsonl:2", "b"), ("in.jsonl:9", "a"), ("in.jsonl:10", 7)])
     assert [(f.origin, f.expectation) for f in report.failures] == [

@@ -1,6 +1,6 @@
 """The text-cleaning rules, each a pure function (issue 23, item 3)."""
 
-from forum_atlas.documents.cleaning import (
+from forum_atlas.ingestion.documents.cleaning import (
     PDFIUM_LINE_HYPHEN,
     PageLine,
     drop_invisible,

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from forum_atlas.chunking import ChunkingOptions
-from forum_atlas.ingestion import plan_chunks
-from forum_atlas.records import (
+from forum_atlas.ingestion.chunking import ChunkingOptions
+from forum_atlas.ingestion.preparation import plan_chunks
+from forum_atlas.ingestion.records import (
     MAX_JSON_DEPTH,
     InputError,
     Record,

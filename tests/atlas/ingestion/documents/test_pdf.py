@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from forum_atlas.documents import DocumentError, read_document
-from forum_atlas.documents.model import page_range
+from forum_atlas.ingestion.documents import DocumentError, read_document
+from forum_atlas.ingestion.documents.model import page_range
 
 IMAGE_ONLY = {"imagemagick-ASCII85Decode.pdf", "imagemagick-CCITTFaxDecode.pdf", "imagemagick-images.pdf",
               "imagemagick-lzw.pdf", "inline-image.pdf", "grayscale-image.pdf", "cmyk-image.pdf"}
@@ -111,7 +111,7 @@ def test_the_long_thesis(read_all):
 def test_a_file_reopened_every_few_pages_reads_the_same(read_all, samples, monkeypatch):
     """PDFium's parsed objects are freed by reopening the file every PAGES_PER_OPENING pages (memory stays
     flat over a long PDF): what is read must not change."""
-    from forum_atlas.documents import pdf
+    from forum_atlas.ingestion.documents import pdf
 
     monkeypatch.setattr(pdf, "PAGES_PER_OPENING", 7)
     reopened = read_document(samples / "GeoTopo-komprimiert.pdf")

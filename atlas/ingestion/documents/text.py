@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from forum_atlas.documents.model import DocumentError, ReadDocument, Section
+from forum_atlas.ingestion.documents.model import DocumentError, ReadDocument, Section
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from forum_atlas.documents import DocumentError, read_document
+from forum_atlas.ingestion.documents import DocumentError, read_document
 
 KEPT = ["Tomasz Wierzbicki", "a single composite sample stands in for roughly forty-two thousand residents",
         "pepper mild mottle virus marker", "Dr. Henrik Vasquez-Mbeki",

@@ -27,6 +27,8 @@ from pathlib import Path
 
 _LOCK, _STATE, _LEASES, _LOG = "atlas-api.lock", "atlas-api.json", "atlas-api.leases", "atlas-api.log"
 _SHUTDOWN_GRACE_SECONDS = 10
+# Prefect's logging configuration, overridden by environment: the level of its terminal handler
+QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
 
 @contextmanager
@@ -54,8 +56,8 @@ def send_what_is_queued(timeout: float = 10.0) -> None:
 
 def _ops_server() -> str | None:
     """The API of `atlas ops up`'s server for this data directory, when it runs."""
-    from forum_atlas.cli.ops_stack import alive, read_stack
     from forum_atlas.config import settings_from_env
+    from forum_atlas.runtime.ops_stack import alive, read_stack
 
     stack = read_stack(settings_from_env())
     return stack.api_url if stack and alive(stack.pids.get("server", 0)) else None
@@ -94,7 +96,7 @@ def home_lock(home: Path) -> Iterator[None]:
 
 def _leases(home: Path, *, add: int | None = None, remove: int | None = None) -> list[int]:
     """The pids holding a lease (dead ones dropped), after adding or removing one; call under the lock."""
-    from forum_atlas.store.pgserver import pid_alive
+    from forum_atlas.runtime.pgserver import pid_alive
 
     path = home / _LEASES
     try:
@@ -119,10 +121,10 @@ def _running_api(home: Path) -> str | None:
 
 
 def _is_shared_server(pid: int) -> bool:
-    from forum_atlas.store.pgserver import pid_alive
+    from forum_atlas.runtime.pgserver import pid_alive
 
     try:
-        return pid_alive(pid) and b"forum_atlas.cli.flow_session" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return pid_alive(pid) and b"forum_atlas.runtime.prefect_api" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
@@ -138,7 +140,7 @@ def _start_api(home: Path) -> str:
     # Its own session: the terminal's Ctrl-C stops the command, not the server other commands share. Its output
     # (its shutdown logs tracebacks of cancelled tasks) goes to a log file, shown only if it fails to start.
     with open(home / _LOG, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "forum_atlas.cli.flow_session", "serve"], env=env,
+        process = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.prefect_api", "serve"], env=env,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
     try:
@@ -163,7 +165,7 @@ def serve() -> None:
     serves, until no lease has been held for the idle period."""
     import uvicorn
 
-    from forum_atlas.store.pgserver import idle_seconds
+    from forum_atlas.runtime.pgserver import idle_seconds
 
     home = prefect_home()
     server = uvicorn.Server(uvicorn.Config("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from forum_atlas.resources import data_file
-from forum_atlas.store.pgserver import pid_alive
+from forum_atlas.runtime.pgserver import pid_alive
 
 IDLE_SECONDS = 3
 STOP_BOUND_SECONDS = 15   # after the idle period: the watchdogs' 1 s interval, then a stop (README)
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from prefect import flow
 from prefect.settings import PREFECT_API_URL, PREFECT_HOME
-from forum_atlas.cli.flow_session import flow_session
+from forum_atlas.runtime.prefect_api import flow_session
 
 @flow
 def answer():

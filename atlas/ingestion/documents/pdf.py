@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
-from forum_atlas.documents import cleaning
-from forum_atlas.documents.model import DocumentError, ReadDocument, Section
+from forum_atlas.ingestion.documents import cleaning
+from forum_atlas.ingestion.documents.model import DocumentError, ReadDocument, Section
 
 READER = "pypdfium2"
 VERSION = f"{pdfium.version.PYPDFIUM_INFO} (PDFium {pdfium.version.PDFIUM_INFO})"
