@@ -33,14 +33,10 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from bench.report import markdown_table
+
 ATTACK_DB = "atlas_bench_audit_attacks"
 DEV_CLAIMS = 300
-
-
-def _table(headers: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- 1. attacks
@@ -48,7 +44,7 @@ def _table(headers: list[str], rows: list[list[object]]) -> str:
 def run_attacks(home: Path) -> list:
     from bench.corpus_loading import fresh_database
     from forum_atlas.config import Settings
-    from forum_atlas.store import pgserver
+    from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
     from tests.support.hostile_model import ATTACKS, HostileModel, load_corpus, play
 
@@ -71,7 +67,7 @@ def attacks_report(outcomes: list) -> str:
     attacks = [o for o in outcomes if not o.attack.control]
     controls = [o for o in outcomes if o.attack.control]
     return "\n".join([
-        _table(["class", "attack", "expected", "observed", "reason", "s"], rows), "",
+        markdown_table(["class", "attack", "expected", "observed", "reason", "s"], rows), "",
         (f"attacks: {len(attacks)}, surviving as [SOURCED]: {sum(not o.held for o in attacks)}; "
          f"crashes: {sum(o.observed == 'crash' for o in outcomes)}; "
          f"controls kept [SOURCED]: {sum(o.held for o in controls)} of {len(controls)}")])
@@ -225,7 +221,7 @@ def strictness_report(r: dict) -> str:
         totals[f"{key}_n"] += row["n"]
         totals[f"{key}_new"] += row["new_downgraded"]
         totals[f"{key}_old"] += row["old_downgraded"]
-    lines.append(_table(["sloppy model's claim", "kind", "n", "downgraded, new rules", "downgraded, rules before"], rows))
+    lines.append(markdown_table(["sloppy model's claim", "kind", "n", "downgraded, new rules", "downgraded, rules before"], rows))
     lines.append("")
     for key, what in (("honest", "honest claims downgraded (the cost)"), ("overreach", "overreach and attacks stopped")):
         n = max(totals[f"{key}_n"], 1)
@@ -235,7 +231,7 @@ def strictness_report(r: dict) -> str:
     if words:
         lines += ["", (f"content words per honest quote: median {statistics.median(words):.0f}, "
                        f"min {min(words)}; a minimum of N refuses:")]
-        lines.append(_table(["N", "honest quotes refused"],
+        lines.append(markdown_table(["N", "honest quotes refused"],
                             [[n, f"{sum(w < n for w in words)} ({sum(w < n for w in words) / len(words):.2%})"]
                              for n in range(2, 7)]))
     if r["examples"]:

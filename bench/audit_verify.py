@@ -39,7 +39,7 @@ FIRST_MIGRATION_MEASURED = 120
 
 def _records(workload: str):
     from bench.synthetic_corpus import SyntheticCorpus
-    from forum_atlas.records import Record, SourceInfo
+    from forum_atlas.ingestion.records import Record, SourceInfo
 
     if workload != "demo":
         yield from SyntheticCorpus(int(workload)).records(1000)
@@ -56,9 +56,9 @@ def build(server_url: str, workload: str) -> str:
     import psycopg
 
     from bench.corpus_loading import fresh_database, load
-    from forum_atlas.cli.forecast_demo import DEMO_FILES
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
+    from forum_atlas.forecasting.demo import DEMO_FILES
     from forum_atlas.store import forecasts, migrations
     from forum_atlas.store.db import Database
 
@@ -73,8 +73,8 @@ def build(server_url: str, workload: str) -> str:
 
 
 def forecast_and_score(url: str) -> None:
-    from forum_atlas.cli.forecast_demo import DEMO_QUESTIONS, ISSUED_AT, SCORED_AT
     from forum_atlas.config import Settings
+    from forum_atlas.forecasting.demo import DEMO_QUESTIONS, ISSUED_AT, SCORED_AT
     from forum_atlas.store.db import shared_database
     from forum_atlas.store.scores import run_scoring
     from forum_atlas.tasks.forecasting import issue_bound_forecast
@@ -155,7 +155,7 @@ def _shown(value: float | int | None, form: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from forum_atlas.store import pgserver
+    from forum_atlas.runtime import pgserver
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="demo,10000,100000")

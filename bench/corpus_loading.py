@@ -14,10 +14,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.embeddings.base import Embedder
-from forum_atlas.ingestion import prepare
-from forum_atlas.records import SCIFACT_SOURCE, Record, iter_raw, load_rows, to_records
+from forum_atlas.ingestion.chunking import ChunkingOptions
+from forum_atlas.ingestion.preparation import prepare
+from forum_atlas.ingestion.records import SCIFACT_SOURCE, Record, iter_raw, load_rows, to_records
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import compact_bm25_postings, ensure_embedding_index, register_embedder, write_batch
 

@@ -51,10 +51,10 @@ def dev_claims(limit: int) -> list[dict]:
 def prepare_database() -> tuple[object, float]:
     """A fresh database on the bench's embedded server with all of SciFact ingested."""
     from bench.corpus_loading import fresh_database, load, scifact_records
-    from forum_atlas.chunking import ChunkingOptions
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import HashedEmbedder
-    from forum_atlas.store import pgserver
+    from forum_atlas.ingestion.chunking import ChunkingOptions
+    from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
 
     home = Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-deliberation"))
@@ -78,9 +78,9 @@ def _independent_match(quote: str, body: str) -> bool:
 
 
 def citations(settings, claims: list[dict]) -> dict:
-    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
     from forum_atlas.store.briefs import load_snapshot
     from forum_atlas.store.db import shared_database
+    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
 
     db = shared_database(settings)
     totals = dict(briefs=0, published_claims=0, sourced=0, inferred=0, downgraded=0, retried=0, claimed_sourced=0,
@@ -174,8 +174,8 @@ def latency(settings, claims: list[dict]) -> dict:
 
 
 def concurrency(settings, claims: list[dict]) -> dict:
-    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
     from forum_atlas.store.db import shared_database, verify_events
+    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
 
     db = shared_database(settings)
 

@@ -8,7 +8,7 @@ retrieval on real papers.
 Files: the four CC BY 4.0 papers and the 117-page thesis of ../shared/data/documents.
 
 1. Extraction, in this process: the floor is the raw extractor, pypdfium2's `get_text_range` page by page
-   (nothing else); beside it `forum_atlas.documents.read_document` (reading order, cleaning, page map,
+   (nothing else); beside it `forum_atlas.ingestion.documents.read_document` (reading order, cleaning, page map,
    outline, metadata); medians of --repeats runs, pages/s and the ratio to the floor. --compare adds pypdf
    and pdfplumber (plain `extract_text` per page) with the quality points of item 3: ligatures and line-end
    hyphens left, running heads left, and how many of the 31 key sentences of
@@ -75,7 +75,7 @@ def raw_pages(path: Path) -> list[str]:
 def judged(raw: str) -> str:
     """Raw extractor text normalised for judging (tests/fixtures/documents/README.md): ligatures expanded, soft
     hyphens and NULs dropped, PDFium's line-end hyphen and "-\\n" between lower-case letters joined."""
-    from forum_atlas.documents.cleaning import expand_ligatures
+    from forum_atlas.ingestion.documents.cleaning import expand_ligatures
 
     text = expand_ligatures(raw).replace("\u00ad", "").replace("\x00", "").replace("\ufffe", "-\n")
     return flat(re.sub(r"(?<=[a-z])-\r?\n(?=[a-z])", "", text))
@@ -91,7 +91,7 @@ def _median_seconds(work, repeats: int) -> float:
 
 
 def extraction_table(files: list[Path], repeats: int, compare: bool) -> None:
-    from forum_atlas.documents import read_document
+    from forum_atlas.ingestion.documents import read_document
 
     questions = json.loads(QUESTIONS.read_text())
     extractors = {"pypdfium2 raw (floor)": lambda p: raw_pages(p),
@@ -156,8 +156,8 @@ def _child(corpus: str, data_dir: str, retrieval: bool) -> None:
 
     from forum_atlas.config import settings_from_env
     from forum_atlas.flows.ingest import SourceParams, ingest
+    from forum_atlas.ingestion.validation import warm_up_in_background
     from forum_atlas.store.db import shared_database
-    from forum_atlas.validation import warm_up_in_background
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     shared_database(settings_from_env())   # the database exists before the run: its seconds are the input's
@@ -244,7 +244,7 @@ def _long_pdf(path: Path, pages: int) -> Path:
 
 def _as_jsonl(folder: Path, path: Path) -> Path:
     """The folder's documents as today's input: one JSONL row per file, its text as the reader stored it."""
-    from forum_atlas.documents import read_document
+    from forum_atlas.ingestion.documents import read_document
 
     with path.open("w", encoding="utf-8") as out:
         for file in sorted(folder.iterdir()):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.report import table
 from forum_atlas.config import Settings
 from forum_atlas.forecasting.montecarlo import Driver, simulate
 
@@ -165,8 +166,6 @@ def main() -> None:
     rows = bench_monte_carlo(args.repeats)
     with tempfile.TemporaryDirectory(prefix="atlas-bench-fc-", dir="/tmp") as tmp:
         rows += bench_scoring(Settings(data_dir=Path(tmp)), args.forecasts)
-    from forum_atlas.cli.output import table
-
     print(table(["measure", "p50 / time", "p95", "target / ratio", "verdict"], rows))
 
 

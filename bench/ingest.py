@@ -68,8 +68,8 @@ def _child(corpus: str, data_dir: str, sort_sample: int, ready: bool = False, ho
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     if ready:
+        from forum_atlas.ingestion.validation import warm_up_in_background
         from forum_atlas.store.db import shared_database
-        from forum_atlas.validation import warm_up_in_background
 
         shared_database(settings_from_env())
         warm_up_in_background().join()
@@ -89,9 +89,9 @@ def _child(corpus: str, data_dir: str, sort_sample: int, ready: bool = False, ho
 
 def _chunk_texts(corpus: Path) -> list[str]:
     """The chunk texts the flow embeds, in its order."""
-    from forum_atlas.chunking import ChunkingOptions
-    from forum_atlas.ingestion import plan_chunks
-    from forum_atlas.records import detect_format, iter_raw, load_rows, to_records
+    from forum_atlas.ingestion.chunking import ChunkingOptions
+    from forum_atlas.ingestion.preparation import plan_chunks
+    from forum_atlas.ingestion.records import detect_format, iter_raw, load_rows, to_records
 
     records = [r for raw in iter_raw(corpus, detect_format(corpus), batch_size=2000) for r in to_records(load_rows(raw))]
     return plan_chunks(records, ChunkingOptions()).chunk_texts()

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.ingest import REPO, write_synthetic_jsonl
+from bench.report import table
 
 
 def _child(good: str, bad: str, data_dir: str) -> None:
@@ -33,10 +34,10 @@ def _child(good: str, bad: str, data_dir: str) -> None:
 
     from forum_atlas.config import settings_from_env
     from forum_atlas.flows.ingest import ingest
-    from forum_atlas.records import iter_raw, load_rows, scan_input
+    from forum_atlas.ingestion.records import iter_raw, load_rows, scan_input
+    from forum_atlas.ingestion.validation import BatchValidationError, validate_rows, warm_up_in_background
     from forum_atlas.store.db import shared_database
     from forum_atlas.tasks.ingest import check_input
-    from forum_atlas.validation import BatchValidationError, validate_rows, warm_up_in_background
 
     os.environ["ATLAS_DATA_DIR"] = data_dir
     settings = settings_from_env()
@@ -104,13 +105,13 @@ def main() -> None:
     print(f"{args.rows:,} rows; machine load {os.getloadavg()[0]:.2f}")
     print(f"refusal (last row bad): {r['refusal_seconds']:.1f} s, rows written {r['written_by_refusal']}, "
           f"named {r.get('refused')}")
-    print(f"{'measure':<52}{'seconds':>9}{'x ingest':>10}")
-    for label, key in (("good ingest (flow's own seconds)", "ingest_seconds"),
-                       ("good ingest (wall, the flow call)", "ingest_wall_seconds"),
-                       ("check-input pass now (read, parse, validate, look-up)", "pass_seconds"),
-                       ("  of which read + parse alone (the pass before)", "scan_only_seconds"),
-                       ("validation the batches ran before (1,000-row)", "batch_validation_seconds")):
-        print(f"{label:<52}{r[key]:>9.1f}{r[key] / ingest_s:>10.3f}")
+    print(table(["measure", "seconds", "x ingest"], [
+        (label, f"{r[key]:.1f}", f"{r[key] / ingest_s:.3f}")
+        for label, key in (("good ingest (flow's own seconds)", "ingest_seconds"),
+                           ("good ingest (wall, the flow call)", "ingest_wall_seconds"),
+                           ("check-input pass now (read, parse, validate, look-up)", "pass_seconds"),
+                           ("  of which read + parse alone (the pass before)", "scan_only_seconds"),
+                           ("validation the batches ran before (1,000-row)", "batch_validation_seconds"))]))
     extra = r["pass_seconds"] - r["scan_only_seconds"] - r["batch_validation_seconds"]
     print(f"net extra cost of the pass (now − before − batch validation removed): {extra:+.1f} s = "
           f"{extra / ingest_s:+.3f} x the good ingest")

@@ -5,7 +5,7 @@
 Each run is a fresh process that opens the embedded PostgreSQL of one data directory and closes it,
 as a worker's flow-run subprocess does. Without a holder (and ATLAS_IDLE_SECONDS=0) the server stops as
 soon as the run has left, so every run pays the start-up; with the holder
-(`python -m forum_atlas.cli.ops_stack hold-database`, which `atlas ops up` starts) runs join a
+(`python -m forum_atlas.runtime.ops_stack hold-database`, which `atlas ops up` starts) runs join a
 running server. Two times per process: `Database.open()` alone (measured inside it) and the whole
 process (interpreter, imports, open; the server's watchdog stops it after the process has exited).
 """
@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.report import load_line, table
 
 # Timed inside the child, so interpreter start-up and imports (the same either way) are left out.
 OPEN = ("import time; from forum_atlas.store.db import Database; t = time.perf_counter(); "
@@ -53,7 +55,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", OPEN], env=env, check=True, capture_output=True)   # initdb + migrate once
         rows = {"no holder: each run starts and stops the server": [_stopped_then_timed(env, folder)
                                                                     for _ in range(args.runs)]}
-        holder = subprocess.Popen([sys.executable, "-m", "forum_atlas.cli.ops_stack", "hold-database"], env=env,
+        holder = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.ops_stack", "hold-database"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         holder.stdout.readline()   # "holding the embedded PostgreSQL in …"
         try:
@@ -62,11 +64,12 @@ def main() -> None:
             holder.send_signal(signal.SIGTERM)
             holder.wait(timeout=60)
     held = [statistics.median(column) for column in zip(*rows["held by atlas ops: each run joins it"])]
-    print(f"{'a fresh process (median of ' + str(args.runs) + ')':<50}{'open s':>8}{'x held':>8}{'process s':>11}"
-          f"{'x held':>8}   (load {os.getloadavg()[0]:.1f})")
+    lines = []
     for name, times in rows.items():
         opened, whole = (statistics.median(column) for column in zip(*times))
-        print(f"{name:<50}{opened:>8.2f}{opened / held[0]:>8.1f}{whole:>11.2f}{whole / held[1]:>8.2f}")
+        lines.append((name, f"{opened:.2f}", f"{opened / held[0]:.1f}", f"{whole:.2f}", f"{whole / held[1]:.2f}"))
+    print(load_line())
+    print(table([f"a fresh process (median of {args.runs})", "open s", "x held", "process s", "x held"], lines))
 
 
 if __name__ == "__main__":

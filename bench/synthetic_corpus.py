@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from forum_atlas.records import Record, SourceInfo
+from forum_atlas.ingestion.records import Record, SourceInfo
 
 # PostgreSQL's `english` stop-word list (tsearch_data/english.stop), most frequent English words first.
 STOP_WORDS = (

@@ -13,31 +13,17 @@ Running it again adds nothing: the lane skips bound questions and scoring skips 
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
 from pathlib import Path
 
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
 from forum_atlas.flows.score_accuracy import ScoringParameters, score_accuracy
-from forum_atlas.forecasting.lane import LaneQuestion
+from forum_atlas.forecasting.demo import DEMO_FILES, DEMO_QUESTIONS, ISSUED_AT, SCORED_AT
 from forum_atlas.resources import data_file
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.store.db import shared_database
 from forum_atlas.store.forecasts import load_series_files
 from forum_atlas.store.scores import accuracy_report
-
-DEMO_FILES = ("UNRATE__fred_vintage_2025-04.csv", "UNRATE__fred_vintage_2026-03.csv",
-              "CPIAUCSL__fred_vintage_2025-04.csv", "CPIAUCSL__fred_vintage_2026-03.csv")
-ISSUED_AT = datetime(2025, 4, 15, tzinfo=timezone.utc)
-SCORED_AT = datetime(2026, 3, 31, tzinfo=timezone.utc)
-DEMO_QUESTIONS = [
-    LaneQuestion(key="demo-cpiaucsl-mom-up", series_id="CPIAUCSL", comparator=">", reference="previous",
-                 target_date=date(2025, 5, 1)),
-    LaneQuestion(key="demo-unrate-mom-up", series_id="UNRATE", comparator=">", reference="previous",
-                 target_date=date(2025, 4, 1)),
-    LaneQuestion(key="demo-unrate-mom-up", series_id="UNRATE", comparator=">", reference="previous",
-                 target_date=date(2025, 10, 1)),
-]
 
 
 def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None) -> AccuracyReport:

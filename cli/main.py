@@ -14,9 +14,7 @@ import warnings
 from forum_atlas.cli import commands
 from forum_atlas.cli.output import TerminalSafeStream, terminal_safe
 from forum_atlas.failures import is_expected, one_line
-
-# Prefect's logging configuration, overridden by environment: the level of its terminal handler
-QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
 
 
 def _prefect_defaults(verbose: bool) -> None:

@@ -1,6 +1,6 @@
 """Deliberate a batch of questions (issue 13, item 7): one task run per question, each running the whole
 deliberation DAG of the `deliberate` flow (`run_deliberation`, as plain calls) on the flow's task runner —
-threads by default, or a Dask cluster (`forum_atlas.blocks.task_runners`) whose workers deliberate several
+threads by default, or a Dask cluster (`forum_atlas.runtime.task_runners`) whose workers deliberate several
 questions at once.
 
 Unlike ingestion's prepare step, a deliberation reads and writes the database (retrieval, the verbatim
@@ -23,9 +23,9 @@ from pydantic import Field
 from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
-from forum_atlas.blocks.task_runners import describe, in_process, task_runner_from_env
 from forum_atlas.deliberation.model import AuditSummary
 from forum_atlas.flows.deliberate import DeliberationParameters
+from forum_atlas.runtime.task_runners import describe, in_process, task_runner_from_env
 from forum_atlas.tasks.deliberate_batch import database_for_workers, deliberate_question
 
 MAX_QUESTIONS = 100

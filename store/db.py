@@ -31,7 +31,8 @@ from forum_atlas.integrity import (
     chain_findings,
     head_problem,
 )
-from forum_atlas.store import migrations, native, pgserver
+from forum_atlas.runtime import pgserver
+from forum_atlas.store import migrations, native
 
 MIN_PGVECTOR = (0, 5)
 

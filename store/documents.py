@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, replace
 
 import psycopg
 
-from forum_atlas.ingestion import PreparedBatch, StoredChunk, WriteResult, embedding_text
-from forum_atlas.records import SOURCE_FIELDS, Record, SourceInfo, source_conflict
+from forum_atlas.ingestion.preparation import PreparedBatch, StoredChunk, WriteResult, embedding_text
+from forum_atlas.ingestion.records import SOURCE_FIELDS, Record, SourceInfo, source_conflict
 from forum_atlas.store.db import Database, record_event
 from forum_atlas.store.retrieval import passage_place
 

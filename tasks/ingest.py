@@ -7,6 +7,7 @@ Each batch task takes and returns the same `BatchInFlight`, filling in its next 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -15,18 +16,32 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
+from prefect.task_runners import ThreadPoolTaskRunner
 
-from forum_atlas import ingestion
-from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.config import Settings
 from forum_atlas.embeddings import embedder_for
 from forum_atlas.embeddings.base import stats_of
-from forum_atlas.ingestion import BatchInFlight, InputCheck, WriteResult
-from forum_atlas.records import DocumentOptions, Format, SourceInfo, load_documents, load_rows, scan_input, to_records
+from forum_atlas.ingestion import preparation
+from forum_atlas.ingestion.chunking import ChunkingOptions
+from forum_atlas.ingestion.preparation import BatchInFlight, CommitLog, InputCheck, WriteResult
+from forum_atlas.ingestion.records import (
+    DocumentOptions,
+    Format,
+    SourceInfo,
+    load_documents,
+    load_rows,
+    scan_input,
+    to_records,
+)
+from forum_atlas.ingestion.validation import (
+    BatchValidationError,
+    InputValidation,
+    ValidationReport,
+    validate_rows,
+    validate_unique_ids,
+)
 from forum_atlas.store import documents
 from forum_atlas.store.db import is_transient, record_event, shared_database
-from forum_atlas.validation import (BatchValidationError, InputValidation, ValidationReport, validate_rows,
-                                    validate_unique_ids)
 
 # Batches are large, short-lived values: never hash or persist them.
 ingest_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -117,7 +132,7 @@ def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
 def prepare_batch(settings: Settings, batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
     """Chunk the new records, then embed them and the stored chunks new to this embedder: the batch's CPU
     work, pure, one task so that a Dask worker takes a batch whole (no hop between the two steps)."""
-    batch.prepared = ingestion.prepare(batch.new_records, embedder_for(settings), options, batch.stored_chunks)
+    batch.prepared = preparation.prepare(batch.new_records, embedder_for(settings), options, batch.stored_chunks)
     return batch
 
 
@@ -141,7 +156,7 @@ def begin_load(settings: Settings, new_bytes: int, index_mode: str, options: Chu
     model = embedder_for(settings)
     state = documents.register_embedder(shared_database(settings), model.name, model.engine, model.version, model.dim)
     bulk = index_mode == "rebuild" or (
-        index_mode == "auto" and ingestion.rebuild_is_cheaper(state["vectors"], ingestion.expected_chunks(new_bytes, options)))
+        index_mode == "auto" and preparation.rebuild_is_cheaper(state["vectors"], preparation.expected_chunks(new_bytes, options)))
     if bulk and state["indexed"]:
         documents.drop_embedding_index(shared_database(settings), state["model_id"])
     return {**state, "bulk": bulk, "embedder": model.name, "engine": model.engine, "version": model.version}
@@ -164,3 +179,76 @@ def record_run_finished(settings: Settings, summary: dict, run_id: str | None) -
     """The run's summary as an INGEST_RUN_FINISHED event in the audit log."""
     with shared_database(settings).transaction() as conn:
         return record_event(conn, "INGEST_RUN_FINISHED", summary, run_id=run_id)
+
+
+class OrderedWrites:
+    """Prepared batches written in input order by one writer thread, one transaction each, while up to
+    `ahead` more batches are prepared on the flow's task runner. Keeps the `CommitLog` and which batch
+    the run is at, so that a failure names the batch it belongs to."""
+
+    def __init__(self, settings: Settings, run_id: str | None, log: CommitLog, ahead: int):
+        self.settings, self.run_id, self.log, self.ahead = settings, run_id, log, ahead
+        self.at: tuple[int, object] = (1, None)   # (number, raw batch) of the batch the run is working on
+        self._prepared: deque = deque()         # (number, raw, future of the prepared batch), input order
+        self._writing: tuple | None = None      # (the batch, future of its write)
+        self._writer = ThreadPoolTaskRunner(max_workers=1).__enter__()
+
+    def reading(self, number: int, raw: object) -> None:
+        self.at = (number, raw)
+
+    def add(self, number: int, raw: object, prepared) -> None:
+        self._prepared.append((number, raw, prepared))
+        while len(self._prepared) > self.ahead:
+            self._write_oldest()
+        self.at = (number + 1, None)   # reading the next batch may fail before it has a raw batch
+
+    def finish(self) -> None:
+        """Write every batch still being prepared, then wait for the last write."""
+        while self._prepared:
+            self._write_oldest()
+        self._settle()
+
+    def _write_oldest(self) -> None:
+        number, raw, prepared = self._prepared.popleft()
+        try:
+            self._settle()   # one write in flight: batch n commits before batch n+1 starts
+            self.at = (number, raw)
+            batch = prepared.result()
+        except BaseException:
+            # A batch failed: none after it may be written. Their prepare tasks are let finish, so the
+            # failed run shows no task as still running.
+            for later in (prepared, *(future for _, _, future in self._prepared)):
+                later.wait()
+            self._prepared.clear()
+            raise
+        self._writing = (batch, self._writer.submit(
+            write_batch, {"settings": self.settings, "batch": batch, "run_id": self.run_id}))
+
+    def _settle(self) -> None:
+        if self._writing is not None:
+            batch, write = self._writing
+            self._writing, self.at = None, (batch.number, batch.raw)
+            self.log.committed(batch.raw, write.result())
+            batch.release()
+
+    def close(self) -> None:
+        """Wait for a write still in flight (stopping the writer would cancel it), then stop the writer."""
+        if self._writing is not None:
+            self._writing[1].wait()
+        self._writer.__exit__(None, None, None)
+
+
+def report_failure(exc: Exception, writes: OrderedWrites) -> Exception:
+    """Write the batches read before the failing one (as a single-process run would have, before reading
+    on), then attach to the failure (as a note) and publish (as an artifact) what the run committed.
+    Returns the run's failure: `exc`, or an earlier batch's if one of those fails first."""
+    failed_at = writes.at
+    try:
+        writes.finish()
+    except Exception as earlier:   # noqa: BLE001 — that batch comes first in input order
+        exc, failed_at = earlier, writes.at
+    note = writes.log.failure_note(*failed_at)
+    exc.add_note(note)
+    create_markdown_artifact(key="ingest-failure", markdown=f"**{type(exc).__name__}**: {exc}\n\n{note}",
+                             description="what the failed ingest run committed")
+    return exc

@@ -61,7 +61,8 @@ def pg_server_url(request) -> str:
     away, and a checkpointing stop after hundreds of cloned databases outlasts pg_ctl's wait), while
     pytest still captures output, and leaves deleting the directory to a detached process.
     """
-    from forum_atlas.store import migrations, native, pgserver
+    from forum_atlas.runtime import pgserver
+    from forum_atlas.store import migrations, native
 
     url = os.environ.get("ATLAS_TEST_DATABASE_URL")
     if not url:
@@ -93,7 +94,7 @@ def pytest_collection_finish(session):
     """Importing flows/ingest.py (at collection) starts great-expectations' import in a thread. pytest then
     walks the logging registry while that import is still adding loggers to it, and stops the whole session
     ("dictionary changed size during iteration"): let the import finish first."""
-    from forum_atlas.validation import WARM_UP_THREAD
+    from forum_atlas.ingestion.validation import WARM_UP_THREAD
 
     for thread in threading.enumerate():
         if thread.name == WARM_UP_THREAD:

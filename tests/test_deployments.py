@@ -178,7 +178,7 @@ def test_the_nightly_failure_alert_is_declared_against_the_api_and_a_redeploy_up
     from prefect.automations import Automation
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     ops_stack.declare_alerts("http://127.0.0.1:9/first")
     assert ops_stack.declare_alerts("http://127.0.0.1:9/alert").startswith("alert updated")
@@ -199,7 +199,7 @@ def test_every_deployment_run_beats_and_a_run_whose_heartbeats_stop_is_crashed(d
     """Issue 24 (2), Prefect's documented answer to "zombie" runs: deploy sets every deployment's runs to send a
     heartbeat every 30 s and declares the automation that sets a run Crashed when neither a heartbeat nor a final
     state follows one within ATLAS_CRASH_AFTER_SECONDS (90 s by default); the e2e test kills a worker under it."""
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     assert {key: d.job_variables["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] for key, d in deployed.items()} == \
         {key: "30" for key in deployed}

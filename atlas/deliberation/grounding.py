@@ -40,9 +40,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from forum_atlas.chunking import sentence_spans
 from forum_atlas.deliberation.quotes import quote_spans
 from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
+from forum_atlas.ingestion.chunking import sentence_spans
 
 GROUNDING_RULES = "grounding-v1"
 MIN_QUOTE_WORDS = 4

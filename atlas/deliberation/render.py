@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from forum_atlas.documents.model import format_pages
+from forum_atlas.ingestion.documents.model import format_pages
 
 from .model import (
     COORDINATOR,

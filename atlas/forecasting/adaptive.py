@@ -188,6 +188,8 @@ class AdaptiveHistory:
     recalibration_record: np.ndarray
     recalibration_on: np.ndarray
     probability: np.ndarray     # what the rule publishes (before Monte-Carlo sampling)
+    outcome: np.ndarray         # per origin: its question's outcome (0 where not usable)
+    usable: np.ndarray          # per origin: its outcome is in the file (a later step's records read these)
 
     @classmethod
     def of(cls, values: np.ndarray, horizon: int, comparator: str, required: float,
@@ -245,7 +247,8 @@ class AdaptiveHistory:
             raw, outcome, usable, horizon, periods_per_year)
         return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, in_use,
                    adaptive, drift, (recent + prior) / horizon, drift_record, drift_on, raw, recalibration,
-                   recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw))
+                   recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw),
+                   outcome, usable)
 
     def basis(self, i: int) -> str:
         """The candidates averaged into the adaptive base rate at row i."""

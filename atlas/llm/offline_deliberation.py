@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 
-from forum_atlas.chunking import sentence_spans
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
@@ -28,6 +27,7 @@ from forum_atlas.deliberation.model import (
     digest_of,
 )
 from forum_atlas.deliberation.terms import stem, stems
+from forum_atlas.ingestion.chunking import sentence_spans
 
 MIN_SHARED = 2.0
 GENERIC_WEIGHT = 0.5

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from forum_atlas.validation import quiet_ephemeral_context
+from forum_atlas.ingestion.validation import quiet_ephemeral_context
 
 SCORE_COLUMNS = ("forecast_id", "scoring_version", "vintage_id", "status", "outcome", "brier")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import table
+from forum_atlas.runtime.prefect_api import flow_session
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -33,8 +33,8 @@ def read_questions(path: Path) -> list:
 
 
 def _ask_batch(args: argparse.Namespace) -> int:
-    from forum_atlas.blocks.task_runners import task_runner
     from forum_atlas.flows.deliberate_batch import BatchFailed, deliberate_batch
+    from forum_atlas.runtime.task_runners import task_runner
 
     questions = read_questions(args.file)
     batch = deliberate_batch

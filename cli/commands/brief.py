@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 
 from forum_atlas.cli.commands.evidence import SOURCES, source_assignment
-from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import add_source_filters, table
 from forum_atlas.deliberation.model import SPECIALISTS
+from forum_atlas.runtime.prefect_api import flow_session
 
 
 def register(groups: argparse._SubParsersAction) -> None:

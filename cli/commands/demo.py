@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import table
 from forum_atlas.resources import data_file
+from forum_atlas.runtime.prefect_api import flow_session
 
 DEMO_QUERY = "vitamin D deficiency and the risk of fractures"
 # One of the shared CC BY 4.0 papers (../shared/data/documents beside the checkout): a real PDF in, a brief that

@@ -50,8 +50,8 @@ def register(groups: argparse._SubParsersAction) -> None:
 
 
 def _gather(args: argparse.Namespace) -> int:
-    from forum_atlas.cli.flow_session import flow_session
     from forum_atlas.flows.gather_evidence import GatherParameters, gather_evidence
+    from forum_atlas.runtime.prefect_api import flow_session
 
     plan: dict[str, dict[str, str]] = {}
     for source, condition in args.filters:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from forum_atlas.cli.flow_session import flow_session
 from forum_atlas.cli.output import table
 from forum_atlas.config import EMBEDDER_NAMES
+from forum_atlas.runtime.prefect_api import flow_session
 
 SOME_FILES_FAILED = 3
 
@@ -69,6 +71,22 @@ def run_ingest(path: str, task_runner=None, **options) -> dict:
         return (ingest.with_options(task_runner=task_runner) if task_runner else ingest)(path, **options)
 
 
+@contextmanager
+def _progress_bar(shown: bool) -> Iterator[None]:
+    """The terminal bar watches the ingest flow this process runs (forum_atlas.ingestion.progress)."""
+    if not shown:
+        yield
+        return
+    from forum_atlas.cli.progress import TerminalProgress
+    from forum_atlas.ingestion.progress import ingest_watcher
+
+    token = ingest_watcher.set(TerminalProgress())
+    try:
+        yield
+    finally:
+        ingest_watcher.reset(token)
+
+
 def print_summary(summary: dict) -> None:
     files = summary.get("file_outcomes") or []
     if files:
@@ -79,16 +97,16 @@ def print_summary(summary: dict) -> None:
 def _ingest(args: argparse.Namespace) -> int:
     runner = None
     if args.dask_workers is not None or args.dask_address:
-        from forum_atlas.blocks.task_runners import task_runner
+        from forum_atlas.runtime.task_runners import task_runner
 
         runner = task_runner(args.dask_workers, args.dask_address)
-    summary = run_ingest(
-        args.path, runner, format=args.format, source=source_params(args), batch_size=args.batch_size,
-        chunk_chars=args.chunk_chars, overlap_chars=args.overlap_chars, embedder=args.embedder,
-        index_mode=args.index_mode, progress_bar=not args.no_progress and sys.stderr.isatty(),
-        pdf_password=args.pdf_password, document_url=args.document_url,
-        **({"max_file_bytes": args.max_file_bytes} if args.max_file_bytes else {}),
-    )
+    with _progress_bar(not args.no_progress and sys.stderr.isatty()):
+        summary = run_ingest(
+            args.path, runner, format=args.format, source=source_params(args), batch_size=args.batch_size,
+            chunk_chars=args.chunk_chars, overlap_chars=args.overlap_chars, embedder=args.embedder,
+            index_mode=args.index_mode, pdf_password=args.pdf_password, document_url=args.document_url,
+            **({"max_file_bytes": args.max_file_bytes} if args.max_file_bytes else {}),
+        )
     print_summary(summary)
     if summary.get("files_failed"):
         print(f"{summary['files_failed']} of {summary['files']} files failed (listed above); the others are stored",

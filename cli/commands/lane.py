@@ -12,6 +12,8 @@ import asyncio
 import json
 import os
 
+from forum_atlas.runtime.ops_stack import schedule_state
+
 LANE = "bind-forecasts/bind-forecasts"
 
 
@@ -40,13 +42,6 @@ async def _read():
             return await client.read_deployment_by_name(LANE)
         except ObjectNotFound:
             return None
-
-
-def schedule_state(deployment) -> str:
-    """active (a schedule of it is), paused, or absent (no such deployment)."""
-    if deployment is None:
-        return "absent"
-    return "active" if any(s.active for s in deployment.schedules) else "paused"
 
 
 def _status(args: argparse.Namespace) -> int:

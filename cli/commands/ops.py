@@ -35,7 +35,7 @@ def _settings():
 
 
 def _up(args: argparse.Namespace) -> int:
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     stack, done = ops_stack.up(_settings(), port=args.port, deploy=not args.no_deploy)
     for line in done:
@@ -46,7 +46,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     stopped = ops_stack.down(_settings())
     print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
@@ -54,7 +54,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     stack = ops_stack.read_stack(_settings())
     if stack is None:
@@ -67,7 +67,7 @@ def _status(args: argparse.Namespace) -> int:
 def _deploy(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     api_url = _require_api_url()
     root = Path(os.environ.get("ATLAS_PROJECT_DIR") or ops_stack.project_dir())
@@ -84,7 +84,7 @@ def _require_api_url() -> str:
 
 
 def _alerts(args: argparse.Namespace) -> int:
-    from forum_atlas.cli import ops_stack
+    from forum_atlas.runtime import ops_stack
 
     _require_api_url()
     print(ops_stack.declare_alerts(args.webhook_url or None))
@@ -92,7 +92,7 @@ def _alerts(args: argparse.Namespace) -> int:
 
 
 def _print(stack) -> None:
-    from forum_atlas.cli.ops_stack import alive
+    from forum_atlas.runtime.ops_stack import alive
 
     print(f"Prefect UI  {stack.ui_url}\nAPI         {stack.api_url}\nlogs        {stack.logs}")
     print(table(["process", "pid", "state"], [(role, pid, "running" if alive(pid) else "stopped")

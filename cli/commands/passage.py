@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from forum_atlas.documents.model import format_pages
+from forum_atlas.ingestion.documents.model import format_pages
 
 
 def register(groups: argparse._SubParsersAction) -> None:

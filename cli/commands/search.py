@@ -12,7 +12,7 @@ from datetime import datetime
 
 from forum_atlas.cli.output import add_source_filters, table
 from forum_atlas.config import EMBEDDER_NAMES
-from forum_atlas.documents.model import format_pages
+from forum_atlas.ingestion.documents.model import format_pages
 
 DENSE_SHOWN = 5   # dense candidates listed by rank with their cosine similarity
 

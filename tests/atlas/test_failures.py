@@ -4,7 +4,7 @@ log; an unexpected one keeps its traceback."""
 import logging
 
 from forum_atlas.failures import ExpectedFailureLines, is_expected, one_line
-from forum_atlas.records import InputError
+from forum_atlas.ingestion.records import InputError
 
 
 class Kept(logging.Handler):

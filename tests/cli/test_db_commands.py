@@ -19,12 +19,12 @@ def test_status_reports_versions_level_and_counts(database_url, monkeypatch, cap
 
 
 def test_install_kernel_is_idempotent_says_what_it_did_and_status_reports_it(database_url, monkeypatch, capsys):
-    from forum_atlas.store import native
+    from forum_atlas.runtime import kernel_build
 
-    if native._compiler() is None:
+    if kernel_build.find_compiler() is None:
         pytest.skip("no C compiler: the kernel cannot be built here")
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
-    engine = f"C kernel atlas_bm25_{native.read_sources().default_version}"
+    engine = f"C kernel atlas_bm25_{kernel_build.read_sources().default_version}"
     assert main(["db", "install-kernel"]) == 0  # the test template has it already
     out = capsys.readouterr().out
     assert "is installed and current: nothing to do (nothing compiled" in out and f"BM25 engine: {engine}" in out
@@ -47,13 +47,13 @@ def test_install_kernel_is_idempotent_says_what_it_did_and_status_reports_it(dat
 
 
 def test_install_kernel_fails_clearly_where_it_cannot_install(database_url, monkeypatch, capsys):
-    from forum_atlas.store import native
+    from forum_atlas.runtime import kernel_build
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
     monkeypatch.setenv("ATLAS_BM25_KERNEL", "off")
     assert main(["db", "status"]) == 0  # drops the kernel the template had
     monkeypatch.delenv("ATLAS_BM25_KERNEL")
-    monkeypatch.setattr(native, "_make", lambda: None)
+    monkeypatch.setattr(kernel_build, "_make", lambda: None)
     capsys.readouterr()
     assert main(["db", "install-kernel"]) == 1
     out = capsys.readouterr().out
@@ -122,8 +122,8 @@ def test_audit_verify_names_a_chunk_edited_behind_the_triggers(db, monkeypatch, 
     import psycopg
 
     from forum_atlas.embeddings import HashedEmbedder
-    from forum_atlas.ingestion import prepare
-    from forum_atlas.records import Record, SourceInfo
+    from forum_atlas.ingestion.preparation import prepare
+    from forum_atlas.ingestion.records import Record, SourceInfo
     from forum_atlas.store.documents import write_batch
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)

@@ -3,7 +3,7 @@
 import re
 
 from forum_atlas.cli.main import main
-from forum_atlas.store import native
+from forum_atlas.runtime import kernel_build
 
 
 def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkeypatch, prefect_env, tmp_path, capsys):
@@ -17,7 +17,7 @@ def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkey
     assert dense and int(dense[1]) >= 3 and float(dense[2]) >= 0.45, "the dense stage contributes to the search"
     share = re.search(r"embed_model_share_of_embed +(0\.\d+|1\.0)\b", out)
     assert share and float(share[1]) > 0.5, "the ingest summary reports the model's share of the embedding time"
-    engine = "C kernel atlas_bm25_" if native._compiler() else "PL/pgSQL MaxScore"
+    engine = "C kernel atlas_bm25_" if kernel_build.find_compiler() else "PL/pgSQL MaxScore"
     assert "postgresql-bm25okapi" in out and f"BM25 engine: {engine}" in out and "\n1  " in out, "search printed ranked sources"
     assert "(unscoreable): p = " in out and "ci_basis: monte_carlo_sampling_95" in out
     assert "| last bound forecast | 2025-04-15" in out and "| resolved | 2 |" in out and "| unresolvable | 1 |" in out

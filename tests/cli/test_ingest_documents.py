@@ -9,7 +9,7 @@ import pytest
 
 from forum_atlas.cli.commands.ingest import SOME_FILES_FAILED
 from forum_atlas.cli.main import main
-from forum_atlas.documents.model import page_range
+from forum_atlas.ingestion.documents.model import page_range
 
 PAPER = "10.1038_s41467-024-44806-1.pdf"
 GOOD = {PAPER, "web/article.html", "report.docx"}

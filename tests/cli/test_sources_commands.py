@@ -3,8 +3,8 @@
 from forum_atlas.cli.main import main
 from forum_atlas.config import settings_from_env
 from forum_atlas.embeddings import HashedEmbedder
-from forum_atlas.ingestion import prepare
-from forum_atlas.records import Record, SourceInfo
+from forum_atlas.ingestion.preparation import prepare
+from forum_atlas.ingestion.records import Record, SourceInfo
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import write_batch
 

@@ -38,14 +38,14 @@ import httpx
 import pytest
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
-from forum_atlas.cli import ops_stack
 from forum_atlas.cli.main import main
 from forum_atlas.config import Settings, settings_from_env
 from forum_atlas.forecasting.lane import LaneQuestion, load_questions, shift_months
 from forum_atlas.resources import data_file
+from forum_atlas.runtime import ops_stack
+from forum_atlas.runtime.pgserver import stop_embedded
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.pgserver import stop_embedded
 from forum_atlas.tasks.forecasting import issue_bound_forecast
 from tests.e2e.fred_standin import FredCsvStandIn
 from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from forum_atlas.blocks.database import AtlasDatabase
-from forum_atlas.blocks.task_runners import task_runner
 from forum_atlas.config import Settings
 from forum_atlas.flows.deliberate import DeliberationParameters
 from forum_atlas.flows.deliberate_batch import deliberate_batch
-from forum_atlas.store import briefs, pgserver
+from forum_atlas.runtime import pgserver
+from forum_atlas.runtime.task_runners import task_runner
+from forum_atlas.store import briefs
 from forum_atlas.store.db import Database, close_shared, shared_keys
 from forum_atlas.tasks.deliberate_batch import database_for_workers
 from tests.conftest import _fresh_database

@@ -4,8 +4,8 @@ single-process (thread runner) run writes (issue 13, item 7)."""
 import psycopg
 import pytest
 
-from forum_atlas.blocks.task_runners import DASK_MISSING, describe, task_runner, task_runner_from_env
 from forum_atlas.flows.ingest import ingest
+from forum_atlas.runtime.task_runners import DASK_MISSING, describe, task_runner, task_runner_from_env
 from tests.conftest import _fresh_database
 
 # Columns that differ between any two runs over the same input, whatever the runner: when a row was

@@ -13,7 +13,7 @@ import pytest
 from prefect.artifacts import Artifact
 
 from forum_atlas.flows.ingest import SourceParams, ingest
-from forum_atlas.validation import BatchValidationError
+from forum_atlas.ingestion.validation import BatchValidationError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPO, "data", "sample", "scifact_sample.jsonl")
@@ -111,7 +111,7 @@ def test_a_bad_last_row_of_50000_writes_nothing(atlas_env, tmp_path):
 def test_a_file_changed_after_its_check_fails_the_run_at_the_next_batch(atlas_env, tmp_path, monkeypatch):
     """What the check validated is what the batches write: a file rewritten after check-input (here: as the
     first batch is written) fails the run at the next batch it reads, which writes nothing."""
-    from forum_atlas.records import InputError
+    from forum_atlas.ingestion.records import InputError
     from forum_atlas.store import documents
 
     rows = [json.loads(line) for line in open(SAMPLE, encoding="utf-8").read().splitlines()]   # 20 batches
@@ -143,6 +143,45 @@ def test_a_binary_file_in_a_folder_fails_alone_and_is_stored_once_fixed(atlas_en
     (tmp_path / "notes" / "b.txt").write_text("Grid note.", encoding="utf-8")
     fixed = ingest(str(tmp_path / "notes"), source=source)
     assert (fixed["documents_added"], fixed["files_unchanged"], fixed["files_failed"]) == (1, 1, 0)
+
+
+def test_a_watcher_set_by_the_caller_sees_bytes_files_and_pages(atlas_env, shared_data, tmp_path):
+    """The CLI's progress bar is such a watcher: set for the context the flow runs in, not a flow parameter."""
+    import shutil
+
+    from forum_atlas.ingestion.progress import ingest_watcher
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def start(self, total_bytes):
+            self.calls.append(("start", total_bytes))
+
+        def page(self, number):
+            self.calls.append(("page", number))
+
+        def advance(self, bytes_done, files):
+            self.calls.append(("advance", bytes_done, files))
+
+        def close(self):
+            self.calls.append(("close",))
+
+    folder = tmp_path / "library"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Storage\n\nBatteries got cheaper.", encoding="utf-8")
+    paper = min((shared_data / "documents" / "papers").glob("*.pdf"))
+    shutil.copy(paper, folder / "paper.pdf")
+    total = sum(f.stat().st_size for f in folder.iterdir())
+    recorder = Recorder()
+    token = ingest_watcher.set(recorder)
+    try:
+        summary = ingest(str(folder), source=SourceParams(name="Library", importance=2, quality_score=3, licence="internal"))
+    finally:
+        ingest_watcher.reset(token)
+    assert recorder.calls[0] == ("start", total) and recorder.calls[-1] == ("close",)
+    assert sum(c[0] == "page" for c in recorder.calls) == summary["pages"] > 0
+    assert [c for c in recorder.calls if c[0] == "advance"][-1] == ("advance", total, 2)
 
 
 @pytest.mark.slow
@@ -245,7 +284,7 @@ def test_a_source_conflict_fails_the_run_before_any_chunking_and_leaves_no_task_
                                                                                          tmp_path):
     """Issue 24 (6): rows that state their source differently from each other, or from the store (the sector an
     earlier sample did not state), fail the run in its check, before any batch is loaded, chunked or embedded."""
-    from forum_atlas.records import SourceConflictError
+    from forum_atlas.ingestion.records import SourceConflictError
 
     rows = [json.loads(line) for line in open(SAMPLE, encoding="utf-8").read().splitlines()[:30]]
     rows[14]["source"]["importance"] = 1 if rows[14]["source"]["importance"] != 1 else 2
@@ -273,7 +312,7 @@ def test_a_source_conflict_fails_the_run_before_any_chunking_and_leaves_no_task_
 
 def test_the_bundled_sample_and_the_shared_beir_corpus_state_one_source(atlas_env, shared_data, tmp_path):
     """Issue 24 (6): the sample's SciFact source is the BEIR corpus's, sector included: either loads after the other."""
-    from forum_atlas.records import SCIFACT_SOURCE, scan_input
+    from forum_atlas.ingestion.records import SCIFACT_SOURCE, scan_input
 
     assert {name: stated for name, (_, stated) in scan_input(SAMPLE, "jsonl").sources.items()} == \
         {SCIFACT_SOURCE.name: SCIFACT_SOURCE}

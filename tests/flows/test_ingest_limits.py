@@ -9,7 +9,7 @@ import pytest
 
 from forum_atlas.config import DEFAULT_MAX_RECORD_BYTES, settings_from_env
 from forum_atlas.flows.ingest import ingest
-from forum_atlas.validation import BatchValidationError
+from forum_atlas.ingestion.validation import BatchValidationError
 
 SOURCE = {"name": "Gazette", "importance": 4, "quality_score": 4, "licence": "OGL-3.0"}
 SENTENCE = "The grid operator reported that demand rose by 3 percent in the quarter. "
@@ -78,7 +78,7 @@ def test_a_file_whose_only_fault_is_a_lone_surrogate_is_refused_at_file_line(atl
 
 
 def test_deep_nesting_is_refused_at_file_line_and_nothing_is_written(atlas_env, tmp_path):
-    from forum_atlas.records import MAX_JSON_DEPTH, InputError
+    from forum_atlas.ingestion.records import MAX_JSON_DEPTH, InputError
 
     path = _write(tmp_path / "deep.jsonl", [_good(1)])
     path.write_text(path.read_text() + "[" * 100_000 + "\n")
@@ -129,11 +129,11 @@ def test_the_python_side_of_a_10mb_record_is_linear():
     import pathlib
     import tempfile
 
-    from forum_atlas.chunking import ChunkingOptions
     from forum_atlas.embeddings import embedder_for
-    from forum_atlas.ingestion import embed_chunks, plan_chunks
-    from forum_atlas.records import iter_raw, load_rows, to_records
-    from forum_atlas.validation import validate_rows
+    from forum_atlas.ingestion.chunking import ChunkingOptions
+    from forum_atlas.ingestion.preparation import embed_chunks, plan_chunks
+    from forum_atlas.ingestion.records import iter_raw, load_rows, to_records
+    from forum_atlas.ingestion.validation import validate_rows
 
     with tempfile.TemporaryDirectory() as folder:
         path = _big(pathlib.Path(folder), 10)

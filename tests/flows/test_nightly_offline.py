@@ -11,10 +11,10 @@ def test_an_offline_nightly_is_degraded_and_leaves_forecasts_waiting_then_resolv
     from prefect import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    from forum_atlas.cli.flow_session import free_port
-    from forum_atlas.cli.ops_stack import ALERT_EVENTS
     from forum_atlas.flows.score_accuracy import score_accuracy
     from forum_atlas.forecasting.lane import LaneQuestion
+    from forum_atlas.runtime.ops_stack import ALERT_EVENTS
+    from forum_atlas.runtime.prefect_api import free_port
     from forum_atlas.scoring import SCORING_VERSION
     from forum_atlas.tasks.forecasting import issue_bound_forecast
     from tests.support.wire import Reply, WireServer

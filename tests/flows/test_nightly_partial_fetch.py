@@ -32,9 +32,9 @@ def test_a_live_nightly_run_fetches_the_series_with_due_bindings_and_offline_sco
     unreachable is a typed `unavailable` outcome (after Prefect's retries) and the run still scores."""
     from datetime import datetime, timezone
 
-    from forum_atlas.cli.flow_session import free_port
     from forum_atlas.flows.score_accuracy import score_accuracy
     from forum_atlas.forecasting.lane import LaneQuestion
+    from forum_atlas.runtime.prefect_api import free_port
     from forum_atlas.tasks.forecasting import issue_bound_forecast
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)

@@ -11,6 +11,7 @@ import math
 import pytest
 from rank_bm25 import BM25Okapi
 
+from forum_atlas.runtime import kernel_build
 from forum_atlas.store import native
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import compact_bm25_postings
@@ -23,7 +24,7 @@ SCIFACT_DOCS = 1200
 @pytest.fixture(params=["native kernel", "plpgsql"])
 def search(request):
     """`search(conn, text, k, **filters)` through one engine."""
-    if request.param == "native kernel" and native._compiler() is None:
+    if request.param == "native kernel" and kernel_build.find_compiler() is None:
         pytest.skip("no C compiler here: the native kernel cannot be built (the PL/pgSQL search serves BM25)")
     function = "forum.bm25_search" if request.param == "native kernel" else "forum.bm25_search_maxscore"
 

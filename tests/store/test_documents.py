@@ -6,10 +6,10 @@ import uuid
 import psycopg
 import pytest
 
-from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.embeddings import HashedEmbedder
-from forum_atlas.ingestion import prepare
-from forum_atlas.records import Record, SourceInfo
+from forum_atlas.ingestion.chunking import ChunkingOptions
+from forum_atlas.ingestion.preparation import prepare
+from forum_atlas.ingestion.records import Record, SourceInfo
 from forum_atlas.store.db import record_event, verify_events
 from forum_atlas.store.documents import known_versions, write_batch
 

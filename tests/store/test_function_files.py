@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from forum_atlas.runtime import kernel_build
 from forum_atlas.store import migrations, native
 from tests.conftest import _fresh_database
 from tests.support.corpus import ingest, record
@@ -191,7 +192,7 @@ def test_the_template_records_each_function_file_it_applied(database_url):
         assert migrations.apply_pending(conn) == []
 
 
-@pytest.mark.skipif(native._compiler() is None, reason="no C compiler: the kernel cannot be built here")
+@pytest.mark.skipif(kernel_build.find_compiler() is None, reason="no C compiler: the kernel cannot be built here")
 @pytest.mark.parametrize("kernel", [True, False], ids=["kernel-on", "kernel-off"])
 def test_reapplying_the_function_files_keeps_the_engine_that_serves_bm25(database_url, tmp_path, kernel):
     """forum.bm25_search asks forum.bm25_engine() which engine serves; the kernel function belongs to the

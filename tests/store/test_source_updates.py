@@ -7,8 +7,8 @@ import psycopg
 import pytest
 
 from forum_atlas.embeddings import HashedEmbedder
-from forum_atlas.ingestion import prepare
-from forum_atlas.records import Record, SourceConflictError, SourceInfo
+from forum_atlas.ingestion.preparation import prepare
+from forum_atlas.ingestion.records import Record, SourceConflictError, SourceInfo
 from forum_atlas.store.db import verify_audit
 from forum_atlas.store.documents import list_sources, update_source, write_batch
 

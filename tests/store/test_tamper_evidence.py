@@ -13,8 +13,8 @@ from psycopg.rows import dict_row
 
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.forecasting.lane import LaneQuestion
-from forum_atlas.ingestion import prepare
-from forum_atlas.records import Record, SourceInfo
+from forum_atlas.ingestion.preparation import prepare
+from forum_atlas.ingestion.records import Record, SourceInfo
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import ChainHead, chain_head, record_event, verify_audit
 from forum_atlas.store.documents import known_versions, write_batch

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from forum_atlas.chunking import ChunkingOptions
 from forum_atlas.embeddings import HashedEmbedder
-from forum_atlas.ingestion import prepare
-from forum_atlas.records import SCIFACT_SOURCE, Record, SourceInfo
+from forum_atlas.ingestion.chunking import ChunkingOptions
+from forum_atlas.ingestion.preparation import prepare
+from forum_atlas.ingestion.records import SCIFACT_SOURCE, Record, SourceInfo
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import known_versions, write_batch
 

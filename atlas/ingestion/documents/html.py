@@ -1,0 +1,72 @@
+"""HTML reader on trafilatura: the main text of a saved page, without navigation, advertising or comments.
+
+trafilatura is an optional dependency (`pip install 'forum-atlas[html]'`): it pulls in a dozen packages that
+a library of PDFs does not need.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from importlib import metadata
+from pathlib import Path
+
+from forum_atlas.ingestion.documents import cleaning
+from forum_atlas.ingestion.documents.model import DocumentError, ReadDocument, Section, missing_reader
+
+READER = "trafilatura"
+
+
+def _trafilatura():
+    try:
+        import trafilatura
+    except ImportError as exc:
+        raise missing_reader("HTML", "html", exc) from None
+    return trafilatura
+
+
+def _date(value: str | None):
+    if not value:
+        return None
+    import dateutil.parser
+
+    parsed = dateutil.parser.parse(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def read_html(path: Path, data: bytes) -> ReadDocument:
+    from lxml import etree
+
+    trafilatura = _trafilatura()
+    xml = trafilatura.extract(data, output_format="xml", include_comments=False, include_tables=True,
+                              include_formatting=False, include_links=False, include_images=False, with_metadata=True)
+    if not xml:
+        raise DocumentError("empty", "no main text found in the HTML page")
+    root = etree.fromstring(xml.encode("utf-8"))
+    main = root.find("main")
+    blocks: list[str] = []
+    sections: list[Section] = []
+    length = 0
+    for element in main.iter("head", "p", "item", "row") if main is not None else ():
+        if element.tag == "row":
+            line = " | ".join(" ".join("".join(cell.itertext()).split()) for cell in element.iter("cell"))
+        elif element.tag == "p" and element.getparent() is not None and element.getparent().tag in ("cell", "item"):
+            continue
+        else:
+            line = " ".join("".join(element.itertext()).split())
+        line = cleaning.clean_fragment(line)
+        if not line:
+            continue
+        if element.tag == "head":
+            rend = element.get("rend", "h2")
+            sections.append(Section(length, int(rend[1]) if rend[1:].isdigit() else 2, line))
+        blocks.append(line)
+        length += len(line) + 2
+    text = "\n\n".join(blocks)
+    if not text.strip():
+        raise DocumentError("empty", "no main text found in the HTML page")
+    title = " ".join(cleaning.clean_fragment(root.get("title") or "").split()) or (sections[0].title if sections else path.stem)
+    authors = [a.strip() for a in (root.get("author") or "").split(";") if a.strip()]
+    return ReadDocument(
+        text=text, kind="html", reader=READER, reader_version=metadata.version("trafilatura"), title=title,
+        sections=sections, authors=authors, published_at=_date(root.get("date")), url=root.get("url"),
+    )

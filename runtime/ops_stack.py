@@ -1,0 +1,394 @@
+"""`atlas ops up|down|status`: a Prefect server on loopback, the `atlas-process` work pool, a worker and
+the deployments, as background processes that outlive the command, plus (on embedded defaults) a
+process that holds the embedded PostgreSQL open for the worker's lifetime.
+
+Without that holder every flow run the worker starts opens the embedded database itself, and the
+last one to leave stops it, so the next run pays its start-up again. The stack's processes, URLs
+and log files are recorded in `<data dir>/ops/stack.json`; `down` stops them in reverse order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from forum_atlas.config import Settings
+from forum_atlas.runtime.pgserver import pid_alive
+from forum_atlas.runtime.prefect_api import QUIET_CONSOLE, free_port, home_lock, prefect_home, wait_until_healthy
+from forum_atlas.scoring import DEGRADED
+
+WORK_POOL = "atlas-process"
+
+
+@dataclass
+class Stack:
+    api_url: str
+    project_dir: str
+    logs: str
+    pids: dict[str, int] = field(default_factory=dict)   # role → pid, in start order
+
+    @property
+    def ui_url(self) -> str:
+        return self.api_url.removesuffix("/api")
+
+
+def schedule_state(deployment) -> str:
+    """active (a schedule of it is), paused, or absent (no such deployment)."""
+    if deployment is None:
+        return "absent"
+    return "active" if any(s.active for s in deployment.schedules) else "paused"
+
+
+def state_file(settings: Settings) -> Path:
+    return settings.data_dir / "ops" / "stack.json"
+
+
+def read_stack(settings: Settings) -> Stack | None:
+    path = state_file(settings)
+    return Stack(**json.loads(path.read_text())) if path.exists() else None
+
+
+alive = pid_alive   # running, and not a zombie (exited, not yet reaped by the process that started it)
+
+
+def project_dir() -> Path:
+    """The checkout that holds prefect.yaml (deployments run flows from their source files)."""
+    import forum_atlas
+
+    root = Path(forum_atlas.__file__).resolve().parent.parent
+    if not (root / "prefect.yaml").exists():
+        raise RuntimeError("atlas ops needs a checkout of the project (prefect.yaml and flows/ beside the package); "
+                           f"{root} has none: install with `pip install -e .` from the checkout")
+    return root
+
+
+def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> tuple[Stack, list[str]]:
+    """Start the stack, or what of it died: with the server still up, a dead worker (or database holder) is
+    started again beside it, the server's URL unchanged; otherwise the whole stack starts again, on the port it
+    had unless `port` says otherwise. Returns the stack and what was done, one line each (deploy's own lines:
+    schedules kept, alerts declared or not)."""
+    existing = read_stack(settings)
+    if existing and all(alive(pid) for pid in existing.pids.values()):
+        return existing, []
+    if existing and alive(existing.pids.get("server", 0)):
+        return existing, _restart_dead(settings, existing)
+    if existing:
+        down(settings)   # the server died: clear what is left before starting anew, where it was
+        port = port or int(existing.api_url.rsplit(":", 1)[1].split("/", 1)[0])
+    root = project_dir()
+    logs = state_file(settings).parent
+    logs.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    stack = Stack(api_url=f"http://127.0.0.1:{port}/api", project_dir=str(root), logs=str(logs))
+    env = stack_environment(settings, stack)
+    done: list[str] = []
+    try:
+        if not settings.database_url:
+            _start_role(stack, "database", env)
+        # the UI asks the server where its API is: without PREFECT_UI_API_URL it answers port 4200, whatever --port
+        server_env = {**{k: v for k, v in env.items() if k != "PREFECT_API_URL"}, "PREFECT_UI_API_URL": stack.api_url}
+        with home_lock(prefect_home()):   # no shared API of the CLI sets up the same new database meanwhile
+            stack.pids["server"] = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                                           "--port", str(port)], server_env, logs / "server.log")
+            _save(settings, stack)
+            wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
+                               f"the Prefect server (log: {logs / 'server.log'})")
+        # the worker starts (seconds of imports) while the deployments are made; it creates the pool if first
+        _start_role(stack, "worker", env)
+        _save(settings, stack)
+        if deploy:
+            done = deploy_all(settings, stack)
+    except BaseException:
+        down(settings)
+        raise
+    return stack, done
+
+
+def _start_role(stack: Stack, role: str, env: dict[str, str]) -> None:
+    """Start the stack's database holder or worker (their logs append to <role>.log)."""
+    command = {"database": ["-m", "forum_atlas.runtime.ops_stack", "hold-database"],
+               "worker": ["-m", "prefect", "worker", "start", "--pool", WORK_POOL, "--type", "process"]}[role]
+    stack.pids[role] = _spawn([sys.executable, *command], env, Path(stack.logs) / f"{role}.log",
+                              cwd=Path(stack.project_dir) if role == "worker" else None)
+
+
+def _restart_dead(settings: Settings, stack: Stack) -> list[str]:
+    """Start again the roles of a stack whose server is up that died (a killed worker): the database holder
+    before the worker, as `up` orders them."""
+    env = stack_environment(settings, stack)
+    restarted = []
+    for role in ("database", "worker"):
+        if role in stack.pids and not alive(stack.pids[role]):
+            _start_role(stack, role, env)
+            restarted.append(f"restarted: {role} (pid {stack.pids[role]}); the server stays at {stack.api_url}")
+    _save(settings, stack)
+    return restarted
+
+
+def stack_environment(settings: Settings, stack: Stack) -> dict[str, str]:
+    """The environment of the stack's processes: this one's, pointed at the stack's server and checkout."""
+    # PATH: deploy.sh calls `prefect`, which sits beside this interpreter even in a venv that is not activated.
+    # Their output goes to log files: Prefect's console handler keeps its default level there, whatever quiet
+    # level this command's terminal has (the runs log to the API at PREFECT_LOGGING_LEVEL, INFO by default).
+    inherited = {k: v for k, v in os.environ.items() if k != QUIET_CONSOLE}
+    return {**inherited, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PREFECT_API_URL": stack.api_url, "ATLAS_PROJECT_DIR": stack.project_dir,
+            "ATLAS_DATA_DIR": str(settings.data_dir), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+
+
+def deploy_all(settings: Settings, stack: Stack, names: Sequence[str] = ()) -> list[str]:
+    """What deployments/deploy.sh does, against the stack's server (its log in the stack's logs)."""
+    return deploy(stack.api_url, Path(stack.project_dir), stack_environment(settings, stack), names=names,
+                  log=Path(stack.logs) / "deploy.log")
+
+
+def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str] = (),
+           log: Path | None = None) -> list[str]:
+    """Deploy the flows of `root`/prefect.yaml (those `names`, default all) to the server at `api_url`,
+    idempotently: the work pool and the block types are created once, deployments are updated in place,
+    every schedule of a deployment already on the server is kept as the operator left it (active or paused,
+    added or removed: prefect.yaml's schedules only seed a new deployment), and the nightly-failure alert is
+    declared, and so is the automation that marks a run Crashed when its heartbeats stop. One process does it
+    all but `prefect deploy` (each Prefect command costs seconds of start-up).
+    Returns what it did, one line each."""
+    import tempfile
+
+    import yaml
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from forum_atlas.blocks import AtlasDatabase, AtlasProviders
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}), tempfile.TemporaryDirectory() as scratch:
+        _ensure_work_pool()
+        for block_type in (AtlasDatabase, AtlasProviders):
+            block_type.register_type_and_schema()
+        existing = _deployments()
+        # Prefect replaces a deployment's schedules with the file's on every deploy (re-pausing a resumed lane,
+        # resuming a paused nightly) and leaves them alone when the file gives none: so the file it reads gives
+        # none for a deployment the server has
+        config = yaml.safe_load((root / "prefect.yaml").read_text())
+        for deployment in config["deployments"]:
+            if deployment["name"] in {d.name for d in existing.values()}:
+                deployment.pop("schedules", None)
+            # every run of a deployment beats at the frequency the crash automation expects
+            job_env = deployment["work_pool"].setdefault("job_variables", {}).setdefault("env", {})
+            job_env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_SECONDS))
+        prefect_file = Path(scratch) / "prefect.yaml"
+        prefect_file.write_text(yaml.safe_dump(config, sort_keys=False))
+        command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(prefect_file),
+                   *([f"--name={name}" for name in names] or ["--all"])]
+        environment = {**env, "PREFECT_API_URL": api_url, "ATLAS_PROJECT_DIR": env.get("ATLAS_PROJECT_DIR", str(root))}
+        if log is None:
+            done = subprocess.run(command, env=environment, cwd=root, stdin=subprocess.DEVNULL)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(command[2:])} failed (exit {done.returncode})")
+        else:
+            _run(command, environment, root, log)
+        scheduled = {full: d for full, d in _deployments().items() if d.schedules and (not names or d.name in names)}
+        return [*(f"{full}: {schedule_state(d)}" + (" (kept)" if full in existing else "")
+                  for full, d in scheduled.items()),
+                declare_alerts(os.environ.get("ATLAS_ALERT_WEBHOOK_URL") or None),
+                declare_crash_detection(crash_after_seconds(env))]
+
+
+def _deployments() -> dict:
+    """flow/deployment → the deployment, for every deployment on the server."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        flows = {flow.id: flow.name for flow in client.read_flows()}
+        return {f"{flows[d.flow_id]}/{d.name}": d for d in client.read_deployments()}
+
+
+def _ensure_work_pool() -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(WORK_POOL)
+        except ObjectNotFound:
+            try:
+                client.create_work_pool(WorkPoolCreate(
+                    name=WORK_POOL, type="process", base_job_template=ProcessWorker.get_default_base_job_template()))
+            except ObjectAlreadyExists:   # a worker started meanwhile created it
+                pass
+
+
+def down(settings: Settings, *, timeout: float = 30.0) -> list[str]:
+    """Stop the stack's processes, newest first; returns the roles that were running."""
+    stack = read_stack(settings)
+    if stack is None:
+        return []
+    stopped = []
+    for role, pid in reversed(list(stack.pids.items())):
+        if not alive(pid):
+            continue
+        deadline = time.monotonic() + timeout
+        while alive(pid) and time.monotonic() < deadline:
+            os.killpg(pid, signal.SIGTERM)   # again every 2 s: a Prefect worker ignores the first one
+            _wait_for_exit(pid, min(2.0, max(deadline - time.monotonic(), 0)))
+        if alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+        stopped.append(role)
+    state_file(settings).unlink(missing_ok=True)
+    return stopped
+
+
+def _wait_for_exit(pid: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _spawn(command: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> int:
+    """A background process in a session of its own (it outlives this command; `down` stops its group)."""
+    with log.open("ab") as out:
+        return subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True).pid
+
+
+def _run(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> None:
+    with log.open("ab") as out:
+        done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed (exit {done.returncode}); see {log}")
+
+
+def _save(settings: Settings, stack: Stack) -> None:
+    state_file(settings).write_text(json.dumps(asdict(stack), indent=2))
+
+
+ALERT_BLOCK = "atlas-nightly-alert"
+ALERT_AUTOMATION = "forum-atlas: nightly scoring failed"
+# the events of a nightly run that alert: it failed, or ended Degraded (its fetch failed; due forecasts wait)
+ALERT_EVENTS = frozenset(f"prefect.flow-run.{state}" for state in ("Failed", "Crashed", "TimedOut", DEGRADED))
+NIGHTLY = "score-accuracy/score-accuracy"
+
+
+def declare_alerts(webhook_url: str | None = None) -> str:
+    """The automation that notifies when the nightly score fails (Failed, Crashed or TimedOut) or ends Degraded
+    (its fetch failed: due forecasts wait for data), through the
+    webhook notification block `atlas-nightly-alert` (created from `webhook_url` when given, else one an
+    operator saved; its URL is editable in the UI). Idempotent: a redeploy updates it in place. Returns
+    what it did, in one line."""
+    from prefect.automations import EventTrigger, SendNotification
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+    from prefect.client.orchestration import get_client
+
+    if webhook_url:
+        # {"text": …} is what Slack/Mattermost incoming webhooks read; a generic receiver gets the same JSON
+        block = CustomWebhookNotificationBlock(name=ALERT_BLOCK, url=webhook_url,
+                                               json_data={"text": "{{subject}}: {{body}}"})
+        block.save(ALERT_BLOCK, overwrite=True)
+    else:
+        try:
+            block = CustomWebhookNotificationBlock.load(ALERT_BLOCK)
+        except ValueError:
+            return (f"no nightly-failure alert: set ATLAS_ALERT_WEBHOOK_URL (or save a Custom Webhook block "
+                    f"named {ALERT_BLOCK}) and deploy again")
+    with get_client(sync_client=True) as client:
+        nightly = client.read_deployment_by_name(NIGHTLY)
+    trigger = EventTrigger(
+        expect=set(ALERT_EVENTS),
+        match_related={"prefect.resource.id": f"prefect.deployment.{nightly.id}"},
+        posture="Reactive", threshold=1, within=0)
+    action = SendNotification(
+        block_document_id=block._block_document_id, subject="Forum Atlas: the nightly score failed or degraded",
+        body="Flow run {{ flow_run.name }} ({{ flow_run.id }}) of score-accuracy ended "
+             "{{ flow_run.state.name }}: {{ flow_run.state.message }}")
+    done = _declare_automation(ALERT_AUTOMATION, "notify when the nightly score-accuracy run fails", trigger, action)
+    return f"alert {done}: {ALERT_AUTOMATION} → block {ALERT_BLOCK}"
+
+
+def _declare_automation(name: str, description: str, trigger, action) -> str:
+    """Create the automation `name`, or update it in place (enabled again); returns "declared" or "updated"."""
+    from prefect.automations import Automation
+
+    try:
+        automation = Automation.read(name=name)
+    except ValueError:
+        Automation(name=name, description=description, trigger=trigger, actions=[action]).create()
+        return "declared"
+    automation.trigger, automation.actions, automation.enabled = trigger, [action], True
+    automation.update()
+    return "updated"
+
+
+HEARTBEAT_SECONDS = 30   # Prefect's shortest flow-run heartbeat interval
+CRASH_AUTOMATION = "forum-atlas: crash runs whose heartbeats stopped"
+DEFAULT_CRASH_AFTER_SECONDS = 90   # three heartbeats missed: a loaded machine delays one, not three
+# what ends a run's heartbeats normally: its final states (Degraded: the nightly's completed-with-a-failed-fetch)
+FINAL_EVENTS = frozenset(f"prefect.flow-run.{state}" for state in
+                         ("Completed", "Failed", "Crashed", "Cancelled", "TimedOut", DEGRADED))
+
+
+def crash_after_seconds(env: dict[str, str]) -> int:
+    """How long a deployment run's silence lasts before it is marked Crashed: ATLAS_CRASH_AFTER_SECONDS."""
+    seconds = int(env.get("ATLAS_CRASH_AFTER_SECONDS") or DEFAULT_CRASH_AFTER_SECONDS)
+    if seconds <= HEARTBEAT_SECONDS:
+        raise ValueError(f"ATLAS_CRASH_AFTER_SECONDS must exceed the heartbeat interval ({HEARTBEAT_SECONDS} s): "
+                         f"{seconds}")
+    return seconds
+
+
+def declare_crash_detection(after_seconds: int) -> str:
+    """Prefect's answer to "zombie" runs (its guide "Detect zombie flows"), as a server automation: a flow run
+    whose heartbeat (every HEARTBEAT_SECONDS, set on every deployment) is followed by neither another one nor a
+    final state within `after_seconds` is set Crashed: its process died (a killed worker, a lost machine). The
+    UI then offers Retry, and a retried ingest resumes after its committed batches. The change is not forced,
+    so a run that did end is never rewritten. Idempotent; returns what it did, in one line."""
+    from datetime import timedelta
+
+    from prefect.automations import EventTrigger
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    heartbeat = "prefect.flow-run.heartbeat"
+    trigger = EventTrigger(after={heartbeat}, expect={heartbeat, *FINAL_EVENTS},
+                           match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+                           for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1,
+                           within=timedelta(seconds=after_seconds))
+    action = ChangeFlowRunState(state=StateType.CRASHED,
+                                message=f"no heartbeat for {after_seconds} s: the run's process is gone "
+                                        "(Retry runs it again; an ingest resumes after its committed batches)")
+    done = _declare_automation(CRASH_AUTOMATION, "mark flow runs Crashed when their heartbeats stop", trigger, action)
+    return (f"crash detection {done}: {CRASH_AUTOMATION}: a run silent for {after_seconds} s "
+            f"(heartbeat every {HEARTBEAT_SECONDS} s) is Crashed")
+
+
+def hold_database() -> None:
+    """Keep the embedded PostgreSQL of ATLAS_DATA_DIR running until SIGTERM (then leave it cleanly)."""
+    from forum_atlas.config import settings_from_env
+    from forum_atlas.runtime.pgserver import stop_embedded
+    from forum_atlas.store.db import Database
+
+    settings = settings_from_env()
+    Database.open(settings).close()   # starts the server and applies any pending migrations
+
+    def leave(*_: object) -> None:
+        # `down` repeats SIGTERM to this process group every 2 s: a second one must not cut the stop short, nor kill
+        # the pg_ctl it runs (a child inherits the ignored signal), or PostgreSQL outlives the stack
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_embedded(settings.pgdata)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, leave)
+    print(f"holding the embedded PostgreSQL in {settings.pgdata}", flush=True)
+    while True:
+        signal.pause()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["hold-database"]:
+    hold_database()
