@@ -30,8 +30,8 @@ from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import (
     DRIFT_GATE_Z,
     MIN_RECORD_CHANGES,
-    RECORD_HALF_LIFE_YEARS,
     PERIODS_PER_YEAR,
+    RECORD_HALF_LIFE_YEARS,
     SeriesView,
     _logit,
     _sigmoid,
