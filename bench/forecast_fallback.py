@@ -79,10 +79,10 @@ from forum_atlas.forecasting.drivers import (
     DriftHistory,
     HeldOutRecord,
     SeriesView,
-    _logit,
-    _sigmoid,
     held_out_record,
     held_out_sums,
+    logit,
+    sigmoid,
 )
 from forum_atlas.forecasting.widened import TEMPERATURES as V5_TEMPERATURES
 from forum_atlas.forecasting.widened import Widening
@@ -196,7 +196,7 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
     def tempered(centre: np.ndarray) -> np.ndarray:
         """logit(p4) pulled toward logit(centre) by the temperature with the best held-out Brier so far, once
         that record holds MIN_RECORD_CHANGES independent changes' worth (before that, p4)."""
-        scaled = [_sigmoid(_logit(centre) + (_logit(v4) - _logit(centre)) / t) for t in TEMPERATURES]
+        scaled = [sigmoid(logit(centre) + (logit(v4) - logit(centre)) / t) for t in TEMPERATURES]
         records = [held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h, periods_per_year)
                    for p in scaled]
         best = np.choose(np.argmax(np.stack([record[1] for record in records]), axis=0), scaled)

@@ -33,10 +33,10 @@ from forum_atlas.forecasting.drivers import (
     PERIODS_PER_YEAR,
     RECORD_HALF_LIFE_YEARS,
     SeriesView,
-    _logit,
-    _sigmoid,
     held_out_record,
     held_out_sums,
+    logit,
+    sigmoid,
 )
 from forum_atlas.forecasting.montecarlo import Driver
 from forum_atlas.series.parsing import Observation
@@ -65,7 +65,7 @@ class Widening:
         def gain_over_p4(p: np.ndarray) -> np.ndarray:
             return held_out_sums((p4 - outcome) ** 2 - (p - outcome) ** 2, usable, horizon, periods_per_year)
 
-        scaled = np.stack([_sigmoid(_logit(p4) / t) for t in temperatures])
+        scaled = np.stack([sigmoid(logit(p4) / t) for t in temperatures])
         records = np.stack([gain_over_p4(p)[1] for p in scaled])  # weighted sums: argmax of the mean alike
         enough = gain_over_p4(p4)[0] / horizon >= MIN_RECORD_CHANGES
         choice = np.where(enough, np.argmax(records, axis=0), 0)
@@ -82,7 +82,7 @@ class Widening:
         weight = 1.0 if self.on[i] else 0.0
         temperature, widened = float(self.temperature[i]), float(self.widened[i])
         driver = Driver(
-            name=WIDENING_DRIVER, weight=weight, effect=float(_logit(widened) - _logit(p4)), effect_sd=0.0,
+            name=WIDENING_DRIVER, weight=weight, effect=float(logit(widened) - logit(p4)), effect_sd=0.0,
             hypothesis=(f"the rule's probability {p4:.3f} claims more than its record supports: with its log-odds "
                         f"divided by {temperature:g} it is {widened:.3f}"),
             rationale=(f"temperature {temperature:g} of {', '.join(f'{t:g}' for t in self.temperatures)}, the one "
