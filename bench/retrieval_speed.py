@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.report import table
+from bench.report import load_line, table
 from bench.synthetic_corpus import SyntheticCorpus
 
 QUERY_COUNT = 200
@@ -42,24 +43,119 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return float(np.percentile(samples, 50)), float(np.percentile(samples, 95))
 
 
+def data_dir() -> Path:
+    return Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-retrieval"))
+
+
 def server_url() -> str:
     from forum_atlas.runtime import pgserver
 
-    return pgserver.embedded_url(Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-retrieval")) / "pgdata")
+    return pgserver.embedded_url(data_dir() / "pgdata")
 
 
-def build(url: str, name: str, size: int) -> dict:
+# From 1M chunks on, the last 100k are loaded on top of the rest with the HNSW index and compacted
+# postings in place (the realistic case: a library growing), timed apart from the bulk first load.
+INCREMENTAL_FROM = 1_000_000
+INCREMENTAL_TAIL = 100_000
+BATCH = 1000
+
+
+def stored_documents(db) -> int:
+    """How many of the corpus's documents are stored, checked to be exactly syn-0 … syn-(n-1) once
+    each: batches commit whole and in order, so a killed load leaves a prefix and resumes after it."""
+    with db.connection() as conn:
+        row = conn.execute(
+            """SELECT count(*) AS n, count(DISTINCT external_id) AS distinct_ids,
+                      coalesce(max(substr(external_id, 5)::bigint), -1) AS last
+                 FROM forum.documents""").fetchone()
+    if not row["n"] == row["distinct_ids"] == row["last"] + 1:
+        raise RuntimeError(f"stored corpus is not a clean prefix: {dict(row)}")
+    return row["n"]
+
+
+def _rss_mb(field: str = "VmRSS") -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _tracked(batches, phase: dict, save):
+    """Yields `batches`, adding each written batch's count and time to `phase` and saving it, so
+    the figures of a load killed part-way survive into the run that finishes it."""
+    mark = time.perf_counter()
+    for batch in batches:
+        yield batch
+        now = time.perf_counter()  # back here = `load` wrote the batch and asks for the next
+        phase["documents"] += len(batch)
+        phase["seconds"] += now - mark
+        mark = now
+        if phase["documents"] % 100_000 < len(batch):
+            phase["rss_mb"].append([phase["start"] + phase["documents"], round(_rss_mb(), 1)])
+        save()
+
+
+def build(url: str, name: str, size: int, *, resume: bool) -> dict:
+    """Load the corpus through the real write path. With `resume`, a partly stored corpus is
+    continued after its last stored batch (its figures come from the state file beside the data)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
     from bench.corpus_loading import fresh_database, load
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
+    from forum_atlas.ingestion.preparation import prepare
     from forum_atlas.store.db import Database
+    from forum_atlas.store.documents import write_batch
+    from bench.corpus_loading import WHOLE_DOCUMENT
 
-    db_url = fresh_database(url, name)
+    state_path = data_dir() / f"{name}.json"
+    db_url = make_conninfo(url, dbname=name)
+    if resume and existing_size(url, name) >= 0 and state_path.exists():
+        state = json.loads(state_path.read_text())
+    else:
+        db_url = fresh_database(url, name)
+        state = {"size": size, "phases": {}}
+
+    def save():
+        state_path.write_text(json.dumps(state, indent=1))
+
+    corpus = SyntheticCorpus(size)
+    embedder = make_embedder("hashed")
+    tail = INCREMENTAL_TAIL if size >= INCREMENTAL_FROM else 0
     with Database.open(Settings(database_url=db_url)) as db:
-        report = load(db, SyntheticCorpus(size).records(1000), make_embedder("hashed"), progress=True)
-    return {"chunks": report.chunks, "seconds": report.seconds, "chunks_per_s": report.chunks_per_second,
-            "bm25_trigger_s": report.bm25_trigger_seconds, "index_s": report.index_seconds,
-            "compaction_s": report.compaction_seconds}
+        stored = stored_documents(db)
+        if stored and stored < size:
+            # The write path's own skip, at this size: the last stored batch offered again adds nothing.
+            again = next(corpus.records(BATCH, start=max(0, stored - BATCH), stop=stored))
+            t0 = time.perf_counter()
+            written = write_batch(db, again, prepare(again, embedder, WHOLE_DOCUMENT))
+            state["rewrite_check"] = {"at": stored, "documents_added": written.documents_added,
+                                      "seconds": time.perf_counter() - t0}
+            if written.documents_added:
+                raise RuntimeError(f"a stored batch was written again: {written}")
+            print(f"resuming at {stored:,} documents (stored batch re-offered: 0 added, "
+                  f"{state['rewrite_check']['seconds']:.2f} s)", flush=True)
+        for phase_name, lo, hi in (("bulk", 0, size - tail), ("incremental", size - tail, size)):
+            if hi <= lo:
+                continue
+            phase = state["phases"].setdefault(phase_name, {"start": lo, "documents": 0, "seconds": 0.0, "rss_mb": [],
+                                                            "segments": []})
+            if stored >= hi and phase.get("done"):
+                continue
+            # Index build and compaction run at the end of each phase (in `load`), so the incremental
+            # phase writes into an indexed, compacted corpus.
+            report = load(db, _tracked(corpus.records(BATCH, start=max(stored, lo), stop=hi), phase, save),
+                          embedder, progress=True)
+            phase["segments"].append({"chunks": report.chunks, "seconds": report.seconds,
+                                      "bm25_trigger_s": report.bm25_trigger_seconds})
+            phase.update(index_s=report.index_seconds, compaction_s=report.compaction_seconds, done=True,
+                         peak_rss_mb=round(_rss_mb("VmHWM"), 1))
+            stored = max(stored, hi)
+            save()
+        state["complete"] = True
+        save()
+    return state
 
 
 def existing_size(url: str, name: str) -> int:
@@ -103,8 +199,10 @@ def query_worker(db_url: str, size: int) -> dict:
     embedder = make_embedder("hashed")
     options = RetrievalOptions()
     filtered = options.with_changes(sectors=("climate",))
-    out: dict[str, list[float]] = {"bm25": [], "bm25_plpgsql": [], "dense": [], "hybrid": [], "bm25_filtered": [],
-                                   "dense_filtered": [], "hybrid_filtered": []}
+    ef40 = options.with_changes(ef_search=40)
+    out: dict[str, list[float]] = {"bm25": [], "bm25_plpgsql": [], "dense": [], "dense_ef40": [], "hybrid": [],
+                                   "bm25_filtered": [], "dense_filtered": [], "hybrid_filtered": []}
+    same_top: list[bool] = []
     recall: list[float] = []
     tie_recall: list[float] = []
     filtered_full: list[bool] = []
@@ -124,9 +222,15 @@ def query_worker(db_url: str, size: int) -> dict:
                     if not name:
                         # The portable engine on the same query, measured alongside the kernel.
                         t3 = time.perf_counter()
-                        conn.execute("SELECT * FROM forum.bm25_search_maxscore(%s, %s)", (text, opts.bm25_k)).fetchall()
+                        portable = conn.execute("SELECT chunk_id FROM forum.bm25_search_maxscore(%s, %s)",
+                                                (text, opts.bm25_k)).fetchall()
+                        t4 = time.perf_counter()
+                        retrieval.dense(conn, embedder, text, ef40)
                         if i >= WARMUP:
-                            out["bm25_plpgsql"].append((time.perf_counter() - t3) * 1000)
+                            out["bm25_plpgsql"].append((t4 - t3) * 1000)
+                            out["dense_ef40"].append((time.perf_counter() - t4) * 1000)
+                            # Exact: the kernel's top-k is the portable engine's, rank for rank.
+                            same_top.append([c.chunk_id for c in lexical.candidates] == [r["chunk_id"] for r in portable])
                     if name == "_filtered" and i >= WARMUP:
                         # Full top-k = k results, or every matching chunk the filter admits if fewer.
                         matching = conn.execute(
@@ -153,10 +257,53 @@ def query_worker(db_url: str, size: int) -> dict:
                 retrieve(retriever, text, opts)
                 if i >= WARMUP:
                     out[name].append((time.perf_counter() - t0) * 1000)
+        pages = bounds(db, queries[WARMUP:WARMUP + BOUND_QUERIES])
     return {"latency": {k: percentiles(v) for k, v in out.items()}, "hnsw_recall_at_20": float(np.mean(recall)),
             "hnsw_distance_recall_at_20": float(np.mean(tie_recall)),
-            "filtered_full_top_k": float(np.mean(filtered_full)),
-            "peak_rss_mb": peak_rss_mb()}
+            "filtered_full_top_k": float(np.mean(filtered_full)), "kernel_same_top_k": float(np.mean(same_top)),
+            "peak_rss_mb": peak_rss_mb(), "bounds": pages}
+
+
+BOUND_QUERIES = 30
+
+
+def _buffers(plan: dict) -> int:
+    return plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)
+
+
+def bounds(db, queries: list[str]) -> dict:
+    """What bounds each BM25 engine: buffer pages per query (EXPLAIN (ANALYZE, BUFFERS) counts the
+    function's own reads, as buffer use is per backend) and the postings of the query's terms (the
+    most an exhaustive engine reads; pruning reads fewer)."""
+    pages: dict[str, list[int]] = {"kernel": [], "plpgsql": []}
+    postings: list[int] = []
+    with db.connection() as conn:
+        for text in queries:
+            for engine, function in (("kernel", "bm25_search"), ("plpgsql", "bm25_search_maxscore")):
+                plan = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM forum.{function}(%s, 20)",
+                                    (text,), prepare=False).fetchone()
+                pages[engine].append(_buffers(next(iter(plan.values()))[0]["Plan"]))
+            postings.append(conn.execute(
+                """SELECT coalesce(sum(t.df), 0) AS n FROM forum.bm25_query_terms(%s) q
+                     JOIN forum.bm25_terms t ON t.term = q.term""", (text,)).fetchone()["n"])
+        conn.commit()
+    return {"pages_kernel": float(np.median(pages["kernel"])), "pages_plpgsql": float(np.median(pages["plpgsql"])),
+            "postings": float(np.median(postings))}
+
+
+def disk_sizes(db_url: str) -> dict:
+    import psycopg
+
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            """SELECT c.relname, CASE c.relkind WHEN 'i' THEN pg_relation_size(c.oid) ELSE pg_table_size(c.oid) END
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'forum' AND c.relkind IN ('r', 'i')
+                  AND (c.relname IN ('documents', 'chunks', 'embeddings', 'bm25_postings', 'bm25_forward', 'bm25_terms')
+                       OR c.relname LIKE 'embeddings_hnsw%')
+                ORDER BY 2 DESC""").fetchall()
+        database = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    return {"relations": {name: size / 2**20 for name, size in rows}, "database_mb": database / 2**20}
 
 
 def peak_rss_mb() -> float:
@@ -168,20 +315,45 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# rank_bm25 holds a dict per document: measured on a sample, extrapolated, and run only if it fits
+# in this share of the memory available.
+RANK_BM25_SAMPLE = 20_000
+RANK_BM25_MEMORY_SHARE = 0.5
+
+
+def _available_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def rank_bm25_reference(db_url: str, size: int) -> dict:
     import psycopg
     from rank_bm25 import BM25Okapi
 
     with psycopg.connect(db_url) as conn:
-        rows = conn.execute(
-            """SELECT (SELECT array_agg(u.lexeme) FROM unnest(c.lexemes) u),
-                      (SELECT array_agg(coalesce(array_length(u.positions, 1), 1)) FROM unnest(c.lexemes) u)
-                 FROM forum.chunks c WHERE c.searchable ORDER BY c.chunk_id""").fetchall()
-        corpus = [[t for t, n in zip(terms or [], tfs or []) for _ in range(n)] for terms, tfs in rows]
         queries = SyntheticCorpus(size).queries(QUERY_COUNT + WARMUP)
         tokens = [[t for t, n in conn.execute("SELECT term, qtf FROM forum.bm25_query_terms(%s)", (q,)).fetchall()
                    for _ in range(n)] for q in queries]
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss_before = _rss_mb()
+        corpus: list[list[str]] = []
+        estimate_mb = None
+        with conn.cursor(name="chunks") as cursor:  # streamed: 1M rows of token arrays do not fit twice
+            cursor.itersize = 5000
+            cursor.execute(
+                """SELECT (SELECT array_agg(u.lexeme) FROM unnest(c.lexemes) u),
+                          (SELECT array_agg(coalesce(array_length(u.positions, 1), 1)) FROM unnest(c.lexemes) u)
+                     FROM forum.chunks c WHERE c.searchable ORDER BY c.chunk_id""")
+            for terms, tfs in cursor:
+                # Interned: one string per vocabulary word, not one per token occurrence.
+                corpus.append([sys.intern(t) for t, n in zip(terms or [], tfs or []) for _ in range(n)])
+                if len(corpus) == RANK_BM25_SAMPLE and size > RANK_BM25_SAMPLE:
+                    BM25Okapi(corpus)  # its dicts, measured while the sample is alive
+                    estimate_mb = (_rss_mb("VmHWM") - rss_before) * size / RANK_BM25_SAMPLE
+                    if estimate_mb > RANK_BM25_MEMORY_SHARE * _available_mb():
+                        return {"skipped": f"needs ~{estimate_mb:,.0f} MB (token lists + index, extrapolated from "
+                                           f"{RANK_BM25_SAMPLE:,} documents); {_available_mb():,.0f} MB available"}
     t0 = time.perf_counter()
     oracle = BM25Okapi(corpus)
     build_s = time.perf_counter() - t0
@@ -192,8 +364,8 @@ def rank_bm25_reference(db_url: str, size: int) -> dict:
         np.argpartition(-scores, 20)[:20]
         if i >= WARMUP:
             samples.append((time.perf_counter() - t0) * 1000)
-    return {"latency": percentiles(samples), "build_s": build_s,
-            "rss_growth_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss_before}
+    return {"latency": percentiles(samples), "build_s": build_s, "estimate_mb": estimate_mb,
+            "rss_growth_mb": _rss_mb("VmHWM") - rss_before}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,54 +373,122 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--reuse", action="store_true", help="reuse corpora of the right size from an earlier run")
     parser.add_argument("--query-worker", nargs=2, metavar=("DB_URL", "SIZE"), help=argparse.SUPPRESS)
+    parser.add_argument("--build-only", action="store_true", help="build (or resume) the corpora, measure nothing")
     args = parser.parse_args(argv)
+    # A stopped build (SIGTERM) rolls its open batch back and releases the embedded server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.query_worker:
         print(json.dumps(query_worker(args.query_worker[0], int(args.query_worker[1]))))
         return 0
     from psycopg.conninfo import make_conninfo
 
     url = server_url()
-    print(f"machine load: {os.getloadavg()[0]:.2f} (1-min average, 2 cores)")
     results = {}
     for size in (int(s) for s in args.sizes.split(",")):
         name = f"bench_retrieval_{size}"
-        load = None
-        if not (args.reuse and existing_size(url, name) == size):
-            print(f"building {size:,}-chunk corpus …", flush=True)
-            load = build(url, name, size)
+        state_path = data_dir() / f"{name}.json"
+        complete = (json.loads(state_path.read_text()).get("complete") if state_path.exists()
+                    else existing_size(url, name) == size)  # a corpus built before the state file
+        if not (args.reuse and complete):
+            print(f"building {size:,}-chunk corpus … ({load_line()})", flush=True)
+            build(url, name, size, resume=args.reuse)
+        if args.build_only:
+            continue
         db_url = make_conninfo(url, dbname=name)
         engine = bring_schema_current(db_url)
         print(f"BM25 engine: {engine.engine}{f' ({engine.reason})' if engine.reason else ''}", flush=True)
+        load_before = load_line()
         worker = subprocess.run([sys.executable, "-m", "bench.retrieval_speed", "--query-worker", db_url, str(size)],
-                                check=True, capture_output=True, text=True)
+                                check=True, stdout=subprocess.PIPE, text=True)
         measured = json.loads(worker.stdout.strip().splitlines()[-1])
+        measured["load"] = f"{load_before}; after: {load_line()}"
         reference = rank_bm25_reference(db_url, size)
-        results[size] = (load, measured, reference)
-        print_size(size, load, measured, reference)
+        state = json.loads(state_path.read_text()) if state_path.exists() else None
+        results[size] = measured
+        print_size(size, state, measured, reference, disk_sizes(db_url))
+    if len(results) > 1:
+        print_curve(results)
     return 0
 
 
-def print_size(size: int, load: dict | None, measured: dict, reference: dict) -> None:
-    print(f"\n## {size:,} chunks")
-    if load:
-        print(f"ingest: {load['chunks']:,} chunks in {load['seconds']:.1f} s = {load['chunks_per_s']:,.0f} chunks/s "
-              f"(BM25 index triggers {load['bm25_trigger_s']:.1f} s = {100 * load['bm25_trigger_s'] / load['seconds']:.0f} %); "
-              f"HNSW build {load['index_s']:.1f} s; BM25 posting compaction {load['compaction_s']:.1f} s")
+STAGES = (("bm25", "BM25 top-20 (kernel)"), ("bm25_plpgsql", "BM25, PL/pgSQL fallback"),
+          ("dense_ef40", "dense HNSW top-20, ef_search 40"), ("dense", "dense HNSW top-20, ef_search 100"),
+          ("hybrid", "hybrid end-to-end"), ("bm25_filtered", "BM25, 1% sector filter"),
+          ("dense_filtered", "dense, 1% sector filter"), ("hybrid_filtered", "hybrid, 1% sector filter"))
+
+
+def hnsw_maintenance_work_mem_mb(vectors: int, dim: int) -> int:
+    """What store.documents.ensure_embedding_index grants the HNSW build (its SQL, in MB): twice the
+    graph's estimated size plus 64, capped at 1 GB."""
+    return min(max(2 * vectors * (4 * dim + 1024) // 2**20 + 64, 64), 1024)
+
+
+def print_ingest(size: int, state: dict) -> None:
+    rows = []
+    for name, phase in state["phases"].items():
+        segments = phase["segments"]
+        trigger = sum(seg["bm25_trigger_s"] for seg in segments)
+        timed = sum(seg["seconds"] for seg in segments)
+        rows.append((f"{name} ({phase['start']:,} → {phase['start'] + phase['documents']:,})", f"{phase['documents']:,}",
+                     f"{phase['seconds']:.0f}", f"{phase['documents'] / phase['seconds']:,.0f}",
+                     f"{100 * trigger / timed:.0f}" if timed else "", f"{phase.get('index_s', 0):.1f}",
+                     f"{phase.get('compaction_s', 0):.1f}", f"{phase.get('peak_rss_mb', 0):.0f}",
+                     " ".join(f"{n // 1000}k:{mb:.0f}" for n, mb in phase["rss_mb"])))
+    print(table(["ingest phase", "chunks", "s", "chunks/s", "BM25 trigger %", "HNSW build s", "compaction s",
+                 "peak RSS MB", "RSS MB by chunks stored"], rows))
+    bulk = state["phases"]["bulk"]
+    print(f"HNSW build: maintenance_work_mem {hnsw_maintenance_work_mem_mb(bulk['start'] + bulk['documents'], 384)} MB "
+          f"(ensure_embedding_index's grant for {bulk['start'] + bulk['documents']:,} × 384-d)"
+          + (f"; a resumed build re-offered the stored batch at {state['rewrite_check']['at']:,}: "
+             f"{state['rewrite_check']['documents_added']} added, {state['rewrite_check']['seconds']:.2f} s"
+             if "rewrite_check" in state else ""))
+
+
+def print_size(size: int, state: dict | None, measured: dict, reference: dict, sizes: dict) -> None:
+    print(f"\n## {size:,} chunks ({measured['load']})")
+    if state:
+        print_ingest(size, state)
     lat = measured["latency"]
-    ref50, ref95 = reference["latency"]
-    rows = [(label, f"{lat[key][0]:.1f}", f"{lat[key][1]:.1f}")
-            for key, label in (("bm25", "BM25 top-20"), ("bm25_plpgsql", "BM25, PL/pgSQL fallback"),
-                               ("dense", "dense HNSW top-20"), ("hybrid", "hybrid end-to-end"),
-                               ("bm25_filtered", "BM25, 1% sector filter"), ("dense_filtered", "dense, 1% sector filter"),
-                               ("hybrid_filtered", "hybrid, 1% sector filter"))]
-    rows.append(("rank_bm25 get_scores+top-k", f"{ref50:.1f}", f"{ref95:.1f}"))
+    rows = [(label, f"{lat[key][0]:.1f}", f"{lat[key][1]:.1f}") for key, label in STAGES]
+    if "latency" in reference:
+        ref50, ref95 = reference["latency"]
+        rows.append(("rank_bm25 get_scores+top-k", f"{ref50:.1f}", f"{ref95:.1f}"))
     print(table(["stage", "p50 ms", "p95 ms"], rows))
-    print(f"BM25 speed-up vs rank_bm25 (p50): {ref50 / lat['bm25'][0]:.1f}x")
+    if "latency" in reference:
+        print(f"BM25 speed-up vs rank_bm25 (p50): {ref50 / lat['bm25'][0]:.1f}x; rank_bm25 index build "
+              f"{reference['build_s']:.1f} s, +{reference['rss_growth_mb']:.0f} MB RSS with its token lists")
+    else:
+        print(f"rank_bm25 not run: {reference['skipped']}")
+    print(f"kernel top-20 identical to the PL/pgSQL fallback's for {100 * measured['kernel_same_top_k']:.0f} % of queries; "
+          f"filtered BM25 returned min(20, matching) rows for {100 * measured['filtered_full_top_k']:.0f} %")
     print(f"HNSW recall@20 vs exact (synthetic text, near-random vectors): by id {measured['hnsw_recall_at_20']:.3f}, "
-          f"by distance (ann-benchmarks, ties count) {measured['hnsw_distance_recall_at_20']:.3f}; "
-          f"filtered BM25 returned min(20, matching) rows for {100 * measured['filtered_full_top_k']:.0f} % of queries")
-    print(f"query process peak RSS: {measured['peak_rss_mb']:.0f} MB; rank_bm25 index build {reference['build_s']:.1f} s, "
-          f"+{reference['rss_growth_mb']:.0f} MB RSS")
+          f"by distance (ann-benchmarks, ties count) {measured['hnsw_distance_recall_at_20']:.3f}")
+    b = measured["bounds"]
+    print(f"per BM25 query (median of {BOUND_QUERIES}): {b['postings']:,.0f} postings in the query terms' lists; "
+          f"buffer pages touched: kernel {b['pages_kernel']:,.0f}, PL/pgSQL {b['pages_plpgsql']:,.0f}")
+    print(f"query process peak RSS: {measured['peak_rss_mb']:.0f} MB")
+    print(table(["on disk", "MB"], [(name, f"{mb:,.0f}") for name, mb in sizes["relations"].items()]
+                + [("database total", f"{sizes['database_mb']:,.0f}")]))
+
+
+def print_curve(results: dict[int, dict]) -> None:
+    """p50 per stage per size, and its growth exponent: the log-log slope between consecutive sizes
+    and over all (least squares). 1 = linear in the corpus."""
+    sizes = sorted(results)
+    logs = np.log(sizes)
+    rows = []
+    for key, label in STAGES:
+        p50 = [results[n]["latency"][key][0] for n in sizes]
+        steps = [np.log(p50[i + 1] / p50[i]) / np.log(sizes[i + 1] / sizes[i]) for i in range(len(sizes) - 1)]
+        rows.append((label, *(f"{v:.1f}" for v in p50), *(f"{e:.2f}" for e in steps),
+                     f"{np.polyfit(logs, np.log(p50), 1)[0]:.2f}"))
+    postings = [results[n]["bounds"]["postings"] for n in sizes]
+    rows.append(("postings per query (median)", *(f"{v:,.0f}" for v in postings),
+                 *(f"{np.log(postings[i + 1] / postings[i]) / np.log(sizes[i + 1] / sizes[i]):.2f}"
+                   for i in range(len(sizes) - 1)), f"{np.polyfit(logs, np.log(postings), 1)[0]:.2f}"))
+    steps = [f"exp {sizes[i] // 1000}k→{sizes[i + 1] // 1000}k" for i in range(len(sizes) - 1)]
+    print("\n## cost curve (p50 ms; growth exponent = log-log slope)")
+    print(table(["stage", *(f"{n // 1000}k" for n in sizes), *steps, "exp (fit)"], rows))
 
 
 if __name__ == "__main__":
