@@ -96,26 +96,30 @@ def _tracked(batches, phase: dict, save):
 
 
 def build(url: str, name: str, size: int, *, resume: bool) -> dict:
-    """Load the corpus through the real write path. With `resume`, a partly stored corpus is
-    continued after its last stored batch (its figures come from the state file beside the data)."""
-    import psycopg
+    """Create database `name` on the server at `url` (or, with `resume`, continue the one there) and
+    load the corpus into it."""
     from psycopg.conninfo import make_conninfo
 
-    from bench.corpus_loading import fresh_database, load
-    from forum_atlas.config import Settings
+    from bench.corpus_loading import fresh_database
+
+    state_path = data_dir() / f"{name}.json"
+    if resume and existing_size(url, name) >= 0 and state_path.exists():
+        return load_corpus(make_conninfo(url, dbname=name), size, state_path)
+    state_path.unlink(missing_ok=True)
+    return load_corpus(fresh_database(url, name), size, state_path)
+
+
+def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
+    """Load the corpus through the real write path, after the documents already stored (a killed
+    load resumes; the figures of its earlier parts come from `state_path`)."""
+    from bench.corpus_loading import WHOLE_DOCUMENT, load
+    from forum_atlas.config import Settings, settings_from_env
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.ingestion.preparation import prepare
     from forum_atlas.store.db import Database
     from forum_atlas.store.documents import write_batch
-    from bench.corpus_loading import WHOLE_DOCUMENT
 
-    state_path = data_dir() / f"{name}.json"
-    db_url = make_conninfo(url, dbname=name)
-    if resume and existing_size(url, name) >= 0 and state_path.exists():
-        state = json.loads(state_path.read_text())
-    else:
-        db_url = fresh_database(url, name)
-        state = {"size": size, "phases": {}}
+    state = json.loads(state_path.read_text()) if state_path.exists() else {"size": size, "phases": {}}
 
     def save():
         state_path.write_text(json.dumps(state, indent=1))
@@ -123,7 +127,7 @@ def build(url: str, name: str, size: int, *, resume: bool) -> dict:
     corpus = SyntheticCorpus(size)
     embedder = make_embedder("hashed")
     tail = INCREMENTAL_TAIL if size >= INCREMENTAL_FROM else 0
-    with Database.open(Settings(database_url=db_url)) as db:
+    with Database.open(Settings(database_url=db_url, bm25_kernel=settings_from_env().bm25_kernel)) as db:
         stored = stored_documents(db)
         if stored and stored < size:
             # The write path's own skip, at this size: the last stored batch offered again adds nothing.
