@@ -81,7 +81,7 @@ def _child(corpus: str, data_dir: str, sort_sample: int, ready: bool = False, ho
         summary = ingest(corpus, batch_size=2000, index_mode=index_mode)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if hashed:
-        reference = {"floor": _copy_floor(Settings(data_dir=Path(data_dir)), skip=held)}
+        reference = {"floor": copy_floor(Settings(data_dir=Path(data_dir)), skip=held)}
     else:
         reference = {"model": {"before": raw_before, "after": _raw_pass(texts), **_sorting_speedup(texts[:sort_sample])}}
     print(json.dumps({"summary": summary, "peak_rss_mb": peak_mb, **reference}))
@@ -128,7 +128,7 @@ def _sorting_speedup(sample: list[str]) -> dict:
     return {"sample": len(sample), "sample_sorted_seconds": timings[True], "sample_unsorted_seconds": timings[False]}
 
 
-def _copy_floor(settings, skip: int = 0) -> dict:
+def copy_floor(settings, skip: int = 0) -> dict:
     """The chunks as the writer stores them, with nothing else: COPYed bare, analysed by one parallel query
     (sql/072), inserted into a table with the same keys; the vectors COPYed into an empty twin of theirs;
     the same index built. `skip`: the first chunks stored (what the database held before), left out."""

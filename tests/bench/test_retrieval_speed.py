@@ -46,6 +46,7 @@ def test_a_killed_load_resumes_after_its_last_batch_and_loads_the_tail_increment
     bulk, incremental = state["phases"]["bulk"], state["phases"]["incremental"]
     assert (bulk["start"], bulk["documents"], bulk["done"]) == (0, 200, True)
     assert (incremental["start"], incremental["documents"], incremental["done"]) == (200, 100, True)
+    assert incremental["floor_s"] > 0 and "floor_s" not in bulk
     with psycopg.connect(database_url) as conn:
         ids = [r[0] for r in conn.execute("SELECT external_id FROM forum.documents ORDER BY document_id")]
         assert ids == [f"syn-{i}" for i in range(300)]
