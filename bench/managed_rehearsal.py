@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                             check=True, stdout=subprocess.PIPE, text=True)
     measured = json.loads(worker.stdout.strip().splitlines()[-1])
     measured["load"] = f"{load_before}; after: {load_line()}"
-    print_size(args.size, json.loads(state_path.read_text()), measured, rank_bm25_reference(role_url, args.size),
+    print_size(args.size, json.loads(state_path.read_text()), measured, rank_bm25_reference(role_url, args.size, args.size),
                disk_sizes(role_url))
     kernel_db = KERNEL_DATABASE.format(size=args.size)
     main_url = server_url()

@@ -166,6 +166,33 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
     return state
 
 
+def index_stored(db_url: str) -> float:
+    """The HNSW index over an unfinished corpus (`--stored`), as a finished load builds it; seconds."""
+    from forum_atlas.config import Settings
+    from forum_atlas.embeddings import make_embedder
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.documents import ensure_embedding_index, register_embedder
+
+    embedder = make_embedder("hashed")
+    with Database.open(Settings(database_url=db_url)) as db:
+        start = time.perf_counter()
+        ensure_embedding_index(db, register_embedder(db, embedder.name, embedder.engine, embedder.version,
+                                                     embedder.dim)["model_id"])
+        return time.perf_counter() - start
+
+
+def drop_stored_index(db_url: str) -> None:
+    from forum_atlas.config import Settings
+    from forum_atlas.embeddings import make_embedder
+    from forum_atlas.store.db import Database
+    from forum_atlas.store.documents import drop_embedding_index, register_embedder
+
+    embedder = make_embedder("hashed")
+    with Database.open(Settings(database_url=db_url)) as db:
+        drop_embedding_index(db, register_embedder(db, embedder.name, embedder.engine, embedder.version,
+                                                   embedder.dim)["model_id"])
+
+
 def existing_size(url: str, name: str) -> int:
     import psycopg
     from psycopg.conninfo import make_conninfo
@@ -336,7 +363,8 @@ def _available_mb() -> float:
     return 0.0
 
 
-def rank_bm25_reference(db_url: str, size: int) -> dict:
+def rank_bm25_reference(db_url: str, size: int, stored: int) -> dict:
+    """rank_bm25 over the `stored` chunks (of a `size`-chunk corpus: its queries)."""
     import psycopg
     from rank_bm25 import BM25Okapi
 
@@ -356,9 +384,9 @@ def rank_bm25_reference(db_url: str, size: int) -> dict:
             for terms, tfs in cursor:
                 # Interned: one string per vocabulary word, not one per token occurrence.
                 corpus.append([sys.intern(t) for t, n in zip(terms or [], tfs or []) for _ in range(n)])
-                if len(corpus) == RANK_BM25_SAMPLE and size > RANK_BM25_SAMPLE:
+                if len(corpus) == RANK_BM25_SAMPLE and stored > RANK_BM25_SAMPLE:
                     BM25Okapi(corpus)  # its dicts, measured while the sample is alive
-                    estimate_mb = (_rss_mb("VmHWM") - rss_before) * size / RANK_BM25_SAMPLE
+                    estimate_mb = (_rss_mb("VmHWM") - rss_before) * stored / RANK_BM25_SAMPLE
                     if estimate_mb > RANK_BM25_MEMORY_SHARE * _available_mb():
                         return {"skipped": f"needs ~{estimate_mb:,.0f} MB (token lists + index, extrapolated from "
                                            f"{RANK_BM25_SAMPLE:,} documents); {_available_mb():,.0f} MB available"}
@@ -382,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="reuse corpora of the right size from an earlier run")
     parser.add_argument("--query-worker", nargs=2, metavar=("DB_URL", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--build-only", action="store_true", help="build (or resume) the corpora, measure nothing")
+    parser.add_argument("--stored", action="store_true",
+                        help="measure what an unfinished build stored (indexed and compacted for it), build nothing")
     args = parser.parse_args(argv)
     # A stopped build (SIGTERM) rolls its open batch back and releases the embedded server.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -397,12 +427,17 @@ def main(argv: list[str] | None = None) -> int:
         state_path = data_dir() / f"{name}.json"
         complete = (json.loads(state_path.read_text()).get("complete") if state_path.exists()
                     else existing_size(url, name) == size)  # a corpus built before the state file
-        if not (args.reuse and complete):
+        db_url = make_conninfo(url, dbname=name)
+        stored, partial_index_s = size, None
+        if args.stored and not complete and existing_size(url, name) > 0:
+            stored = existing_size(url, name)
+            print(f"measuring the {stored:,} chunks stored of the unfinished {size:,}-chunk corpus", flush=True)
+            partial_index_s = index_stored(db_url)
+        elif not (args.reuse and complete):
             print(f"building {size:,}-chunk corpus … ({load_line()})", flush=True)
             build(url, name, size, resume=args.reuse)
         if args.build_only:
             continue
-        db_url = make_conninfo(url, dbname=name)
         engine = bring_schema_current(db_url)
         print(f"BM25 engine: {engine.engine}{f' ({engine.reason})' if engine.reason else ''}", flush=True)
         load_before = load_line()
@@ -410,16 +445,20 @@ def main(argv: list[str] | None = None) -> int:
                                 check=True, stdout=subprocess.PIPE, text=True)
         measured = json.loads(worker.stdout.strip().splitlines()[-1])
         measured["load"] = f"{load_before}; after: {load_line()}"
-        reference = rank_bm25_reference(db_url, size)
+        reference = rank_bm25_reference(db_url, size, stored)
         state = json.loads(state_path.read_text()) if state_path.exists() else None
-        results[size] = measured
-        print_size(size, state, measured, reference, disk_sizes(db_url))
+        results[stored] = measured
+        print_size(stored, state, measured, reference, disk_sizes(db_url))
+        if partial_index_s is not None:
+            print(f"HNSW build over the {stored:,} stored chunks: {partial_index_s:.1f} s, maintenance_work_mem "
+                  f"{hnsw_maintenance_work_mem_mb(stored, 384)} MB (dropped again: the bulk load resumes without it)")
+            drop_stored_index(db_url)
     if len(results) > 1:
         print_curve(results)
     return 0
 
 
-STAGES = (("bm25", "BM25 top-20 (kernel)"), ("bm25_plpgsql", "BM25, PL/pgSQL fallback"),
+STAGES = (("bm25", "BM25 top-20 (forum.bm25_search)"), ("bm25_plpgsql", "BM25, PL/pgSQL fallback"),
           ("dense_ef40", "dense HNSW top-20, ef_search 40"), ("dense", "dense HNSW top-20, ef_search 100"),
           ("hybrid", "hybrid end-to-end"), ("bm25_filtered", "BM25, 1% sector filter"),
           ("dense_filtered", "dense, 1% sector filter"), ("hybrid_filtered", "hybrid, 1% sector filter"))
