@@ -1,21 +1,41 @@
-"""Retrieval speed on synthetic corpora (10k and 100k chunks), against rank_bm25 in the same run.
+"""Retrieval speed on synthetic corpora (10k, 100k, 1M chunks), against rank_bm25 in the same run.
 
-    python -m bench.retrieval_speed                 # builds both corpora (~8 min), then measures
-    python -m bench.retrieval_speed --reuse         # measures on corpora built by an earlier run
-    python -m bench.retrieval_speed --sizes 10000   # one size
+    python -m bench.retrieval_speed                         # builds 10k and 100k, then measures
+    python -m bench.retrieval_speed --reuse                 # measures corpora built by an earlier run
+    python -m bench.retrieval_speed --sizes 1000000 --reuse # builds (or resumes) 1M, then measures
+    python -m bench.retrieval_speed --sizes 1000000 --reuse --build-only   # build/resume only
+    python -m bench.retrieval_speed --sizes 1000000 --stored  # measure what an unfinished build stored
+
+How long it takes here (2 cores, nice -n 19, load 3-7 from other work; quiet is ~2x faster):
+10k build ~35 s (ingest 22 s, HNSW 4 s, posting compaction 8 s); 100k ~11 min (ingest 7.5 min at
+~220 chunks/s, HNSW 1.5 min, compaction 2.3 min); measuring 10k ~40 s, 100k ~1.5 min (of which
+rank_bm25 ~20 s). 1M: the write path ran at 550 chunks/s alone and 170-250/s beside other loads
+(first 335k in 24 min), so the bulk 900k takes ~30 min quiet to ~75 min loaded, plus the HNSW
+build, compaction and the incremental last 100k; not finished in one session yet, see --stored.
 
 Corpora: `bench.synthetic_corpus` (Zipfian vocabulary with a SciFact-like document-frequency
 profile), ingested through the real write path with the hashed embedder, HNSW built at the end.
+From 1M on the last 100k are loaded on top of the rest with the index and compacted postings in
+place (incremental, the realistic case), timed apart and set beside bench.ingest's database floor.
+A build is resumable: with --reuse, a database holding a prefix of the corpus continues after it
+(batches commit whole and in order; the stored prefix is checked, and the last stored batch is
+offered again to show the write path adds nothing), and the figures of the killed parts come from
+a state file beside the data (<name>.json). Stopping with SIGTERM rolls back the open batch.
 Queries: 6 distinct content words of a document drawn from the same distribution.
 
 Measured per query (p50/p95, ms): BM25 (`forum.bm25_search`, top 20, served by the native kernel
 when store/native.py could install it, which the output names; its PL/pgSQL fallback is timed on
-the same queries right after, i.e. on warm buffers), dense (HNSW top 20 with
-the 0.45 threshold), end-to-end hybrid (`retrieval.pipeline.retrieve` on a `store.retrieval.Retriever`: BM25 + dense + RRF + chunk
-fetch, no rerank), the same with a selective filter (1 % sector), and rank_bm25's
-`get_scores` + top-k over the same token lists. HNSW recall@20 is measured against an exact scan.
-The queries run in a separate process whose peak RSS is reported, to show that query memory does
-not grow with the corpus. Database location: ATLAS_BENCH_DATA_DIR (default /tmp/atlas-bench-retrieval).
+the same queries right after, i.e. on warm buffers, and must return the same top 20), dense (HNSW
+top 20 with the 0.45 threshold, ef_search 40 and 100), end-to-end hybrid (`retrieval.pipeline.retrieve`
+on a `store.retrieval.Retriever`: BM25 + dense + RRF + chunk fetch, no rerank), the same with a
+selective filter (1 % sector; filtered BM25 must return min(20, matching chunks)), and rank_bm25's
+`get_scores` + top-k over the same token lists where its estimated memory fits (else the output
+says so). HNSW recall@20 is measured against an exact scan. What bounds BM25: the postings in the
+query terms' lists and the buffer pages each engine touches (EXPLAIN (ANALYZE, BUFFERS)). Also the
+HNSW build's time and maintenance_work_mem, sizes on disk, and, over several sizes, the cost curve
+(log-log growth exponent of each p50). The queries run in a separate process whose peak RSS is
+reported, to show that query memory does not grow with the corpus. Database location:
+ATLAS_BENCH_DATA_DIR (default /tmp/atlas-bench-retrieval).
 """
 
 from __future__ import annotations
