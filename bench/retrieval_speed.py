@@ -500,8 +500,8 @@ def print_ingest(size: int, state: dict) -> None:
         rows.append((f"{name} ({phase['start']:,} → {phase['start'] + phase['documents']:,})", f"{phase['documents']:,}",
                      f"{phase['seconds']:.0f}", f"{phase['documents'] / phase['seconds']:,.0f}",
                      f"{total / phase['floor_s']:.2f}" if "floor_s" in phase else "",
-                     f"{100 * trigger / timed:.0f}" if timed else "", f"{phase.get('index_s', 0):.1f}",
-                     f"{phase.get('compaction_s', 0):.1f}", f"{phase.get('peak_rss_mb', 0):.0f}",
+                     f"{100 * trigger / timed:.0f}" if timed else "", *(f"{phase[key]:.{digits}f}" if key in phase else "unfinished"
+                       for key, digits in (("index_s", 1), ("compaction_s", 1), ("peak_rss_mb", 0))),
                      " ".join(f"{n // 1000}k:{mb:.0f}" for n, mb in phase["rss_mb"])))
     print(table(["ingest phase", "chunks", "s", "chunks/s", "× floor (with index, compaction)", "BM25 trigger %", "HNSW build s", "compaction s",
                  "peak RSS MB", "RSS MB by chunks stored"], rows))
