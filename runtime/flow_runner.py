@@ -17,6 +17,8 @@ Discipline, as for the shared Prefect API (prefect_api.py):
 - The runner acknowledges a request before running it. No acknowledgement (the runner stopped or was killed
   first): the client starts a new runner and sends it again. Acknowledged but no answer (the runner was killed
   mid-run): RunnerLost, exit 1. A brief is written in one transaction, so such a kill leaves none half-written.
+- A command stopped with Ctrl-C (or killed) while it waits leaves its run to finish in the runner: the flow run
+  completes and its brief is sealed, as a deployment's run would be.
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ class RunnerLost(RuntimeError):
     """The runner ended between acknowledging a request and answering it."""
 
 
-def enabled() -> bool:
-    """Whether a command should use a runner: not when ATLAS_FLOW_RUNNER=off, and not in a process that has
-    imported Prefect already (a test, the demo): the runner exists to spare a fresh process that import."""
-    return os.environ.get("ATLAS_FLOW_RUNNER", "on") != "off" and "prefect" not in sys.modules
+def enabled(target: str) -> bool:
+    """Whether a command should use a runner: not when ATLAS_FLOW_RUNNER=off, not in a process that has imported
+    Prefect already (a test, the demo: the runner exists to spare a fresh process that import), and not when the
+    runner's socket path would not fit a Unix socket address (a very long PREFECT_HOME)."""
+    return os.environ.get("ATLAS_FLOW_RUNNER", "on") != "off" and "prefect" not in sys.modules \
+        and len(str(_Files.of(target).socket).encode()) < _SOCKET_PATH_MAX
 
 
 def request(target: str, payload: dict) -> dict:
@@ -80,11 +84,6 @@ def request(target: str, payload: dict) -> dict:
             raise RunnerFailed(reply["error"])
         return reply["result"]
     raise RunnerLost(f"the flow runner stopped twice before it took the request; see {files.log}")
-
-
-def usable_for(target: str) -> bool:
-    """Whether this environment's runner socket fits a Unix socket path (a very long PREFECT_HOME does not)."""
-    return len(str(_Files.of(target).socket).encode()) < _SOCKET_PATH_MAX
 
 
 class _Files:
@@ -202,19 +201,20 @@ def serve(target: str, path: Path) -> None:
             continue
         try:
             if path.stat().st_ino != identity:
-                return   # replaced by another runner: its clients are not ours
+                break   # another runner took this place (its starter found none answering): leave it the clients
+            with guard:
+                idle_for = time.monotonic() - state["since"] if state["in_flight"] == 0 else -1.0
+            if idle_for >= idle:
+                with files.locked():
+                    if select.select([listener], [], [], 0)[0]:
+                        continue   # a client connected just before the lock: serve it
+                    path.unlink(missing_ok=True)
+                    break
         except FileNotFoundError:
-            return   # the Prefect home was deleted (a temporary one): nothing can reach this runner any more
-        with guard:
-            idle_for = time.monotonic() - state["since"] if state["in_flight"] == 0 else -1.0
-        if idle_for >= idle:
-            with files.locked():
-                if select.select([listener], [], [], 0)[0]:
-                    continue   # a client connected just before the lock: serve it
-                path.unlink(missing_ok=True)
-                listener.close()
-                return
-
+            break   # the Prefect home was deleted (a temporary one): nothing can reach this runner any more
+    listener.close()
+    while state["in_flight"]:   # finish what was taken
+        time.sleep(0.1)
 
 if __name__ == "__main__":
     serve(sys.argv[1], Path(sys.argv[2]))

@@ -116,7 +116,7 @@ def _ask(args: argparse.Namespace) -> int:
                       gather_options={"base_urls": dict(args.gather_base_urls),
                                       **({"sources": args.gather_sources} if args.gather_sources else {})})
     # With -v the terminal shows Prefect's log lines, which only a flow run in this process can print.
-    if args.verbose or not flow_runner.enabled() or not flow_runner.usable_for(_ASK):
+    if args.verbose or not flow_runner.enabled(_ASK):
         brief_id = run_ask(args.question, **parameters)
         return _show(argparse.Namespace(brief_id=brief_id, json=args.json, html=args.html))
     for window in ("published_after", "published_before"):
