@@ -13,7 +13,9 @@ Discipline, as for the shared Prefect API (prefect_api.py):
 - Started on first need under a file lock in the Prefect home; a client connects and sends its request under
   the same lock, and the runner decides to stop under it, so a request never reaches a runner that is leaving.
 - A client's open connection is its lease: the runner stops once no request has been in flight for
-  ATLAS_IDLE_SECONDS (default 300), and it stops at once if its socket file goes (the home was deleted).
+  ATLAS_IDLE_SECONDS (default 300), and it stops at once if its socket file goes (the home was deleted). The
+  runner is a client of the embedded database, which stops its own idle period later: up to twice
+  ATLAS_IDLE_SECONDS after the last ask. The shared Prefect API is leased per request only.
 - The runner acknowledges a request before running it. No acknowledgement (the runner stopped or was killed
   first): the client starts a new runner and sends it again. Acknowledged but no answer (the runner was killed
   mid-run): RunnerLost, exit 1. A brief is written in one transaction, so such a kill leaves none half-written.

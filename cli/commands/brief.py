@@ -89,17 +89,15 @@ def ask_in_runner(request: dict) -> dict:
 
 
 def _warm_up() -> None:
-    """What every ask needs, loaded before the runner takes its first: the flow's modules, the query embedder's
-    model, the database. Whatever fails here fails again, with its own message, in the ask that needs it."""
+    """What every ask needs, loaded before the runner takes its first: the flow's modules and the query embedder's
+    model (not the database: a question the flow refuses starts no server). Whatever fails here fails again, with
+    its own message, in the ask that needs it."""
     try:
         from forum_atlas.config import settings_from_env
         from forum_atlas.embeddings import embedder_for
         from forum_atlas.flows import deliberate  # noqa: F401
-        from forum_atlas.store.db import shared_database
 
-        settings = settings_from_env()
-        embedder_for(settings)
-        shared_database(settings)
+        embedder_for(settings_from_env())
     except Exception:
         pass
 
