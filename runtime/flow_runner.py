@@ -46,8 +46,9 @@ START_TIMEOUT_SECONDS = 180   # the imports and the model load take 3–10 s; fa
 _SOCKET_PATH_MAX = 107   # sun_path of a Unix socket on Linux, with its NUL
 # Variables that differ between two shells (or two tests) of one user without changing what a flow does
 _SHELL_ONLY = {"PWD", "OLDPWD", "SHLVL", "_", "TERM", "COLORTERM", "COLUMNS", "LINES", "PS1", "PS2", "SSH_TTY",
-               "SSH_CLIENT", "SSH_CONNECTION", "SSH_AUTH_SOCK", "TMUX", "TMUX_PANE", "STY", "WINDOW",
-               "PYTEST_CURRENT_TEST"}
+               "SSH_CLIENT", "SSH_CONNECTION", "SSH_AUTH_SOCK", "TMUX", "TMUX_PANE", "STY", "WINDOW", "WINDOWID",
+               "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "ITERM_SESSION_ID", "KITTY_WINDOW_ID",
+               "GNOME_TERMINAL_SCREEN", "GNOME_TERMINAL_SERVICE", "VTE_VERSION", "PYTEST_CURRENT_TEST"}
 
 
 class RunnerFailed(RuntimeError):
