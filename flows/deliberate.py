@@ -14,7 +14,6 @@ from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.deliberation.render import render_markdown
-from forum_atlas.flows.gather_evidence import GatherParameters, gather_evidence
 from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.deliberation import DeliberationParameters, TaskStages, run_deliberation
 
@@ -33,8 +32,13 @@ def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | N
             the worker's environment
     """
     settings = resolve_settings(database_block, providers_block).with_overrides(llm=params.engine)
-    gathered = (gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
-                                database_block, providers_block) if params.gather else None)
+    gathered = None
+    if params.gather:
+        # imported here: the gather flow pulls in the ingest flow (and great-expectations), ~1 s a plain ask skips
+        from forum_atlas.flows.gather_evidence import GatherParameters, gather_evidence
+
+        gathered = gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
+                                   database_block, providers_block)
     view = run_deliberation(params, settings, TaskStages, flow_run_id, gathered)
     create_markdown_artifact(key="brief", markdown=render_markdown(view), description=f"brief {view.brief_id}")
     create_table_artifact(key="brief-audit", description=f"audit summary of brief {view.brief_id}",

@@ -25,7 +25,6 @@ from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.evidence.documents import write_documents
 from forum_atlas.evidence.router import plan_for
-from forum_atlas.flows.ingest import ingest
 from forum_atlas.tasks.evidence import (
     GatherOptions,
     ask_source,
@@ -60,6 +59,8 @@ def gather_evidence(params: GatherParameters, database_block: AtlasDatabase | No
                             check_crossref=params.check_crossref, retraction_watch_csv=params.retraction_watch_csv)
     ingested: dict = {}
     if params.ingest:
+        from forum_atlas.flows.ingest import ingest   # here: its import starts great-expectations' warm-up
+
         with tempfile.TemporaryDirectory(prefix="atlas-evidence-") as folder:
             path = Path(folder) / "evidence.jsonl"
             if write_documents(result, path):

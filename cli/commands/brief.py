@@ -52,13 +52,17 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
                         help="also write a self-contained HTML page (pills, passages with the quote highlighted)")
 
 
-def _print(view, args: argparse.Namespace) -> None:
+def _rendered(view, as_json: bool, html: bool) -> tuple[str, str | None]:
     from forum_atlas.deliberation.render import render_html, render_json, render_text
 
-    print(render_json(view) if args.json else render_text(view))
+    return render_json(view) if as_json else render_text(view), render_html(view) if html else None
+
+
+def _print(text: str, html: str | None, args: argparse.Namespace) -> None:
+    print(text)
     if args.html:
         args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text(render_html(view), encoding="utf-8")
+        args.html.write_text(html, encoding="utf-8")
         if not args.json:
             print(f"\nHTML: {args.html}")
 
@@ -72,13 +76,53 @@ def run_ask(question: str, **parameters) -> int:
         return deliberate(params)["brief_id"]
 
 
+def ask_in_runner(request: dict) -> dict:
+    """`atlas ask` in the warm flow runner (runtime/flow_runner.py): the flow, then the brief as the command
+    prints it."""
+    from forum_atlas.config import settings_from_env
+    from forum_atlas.store.briefs import load_brief
+    from forum_atlas.store.db import shared_database
+
+    brief_id = run_ask(**request["parameters"])
+    text, html = _rendered(load_brief(shared_database(settings_from_env()), brief_id), request["json"], request["html"])
+    return {"text": text, "html": html}
+
+
+def _warm_up() -> None:
+    """What every ask needs, loaded before the runner takes its first: the flow's modules and the query embedder's
+    model (not the database: a question the flow refuses starts no server). Whatever fails here fails again, with
+    its own message, in the ask that needs it."""
+    try:
+        from forum_atlas.config import settings_from_env
+        from forum_atlas.embeddings import embedder_for
+        from forum_atlas.flows import deliberate  # noqa: F401
+
+        embedder_for(settings_from_env())
+    except Exception:
+        pass
+
+
+ask_in_runner.warm_up = _warm_up
+_ASK = f"{__name__}:ask_in_runner"
+
+
 def _ask(args: argparse.Namespace) -> int:
-    gather_options = {"base_urls": dict(args.gather_base_urls), **({"sources": args.gather_sources}
-                                                                    if args.gather_sources else {})}
-    brief_id = run_ask(args.question, top_k=args.top_k, sectors=args.sectors, published_after=args.since,
-                       published_before=args.until, personas=args.personas, engine=args.engine, gather=args.gather,
-                       gather_options=gather_options)
-    return _show(argparse.Namespace(brief_id=brief_id, json=args.json, html=args.html))
+    from forum_atlas.runtime import flow_runner
+
+    parameters = dict(top_k=args.top_k, sectors=args.sectors, published_after=args.since,
+                      published_before=args.until, personas=args.personas, engine=args.engine, gather=args.gather,
+                      gather_options={"base_urls": dict(args.gather_base_urls),
+                                      **({"sources": args.gather_sources} if args.gather_sources else {})})
+    # With -v the terminal shows Prefect's log lines, which only a flow run in this process can print.
+    if args.verbose or not flow_runner.enabled(_ASK):
+        brief_id = run_ask(args.question, **parameters)
+        return _show(argparse.Namespace(brief_id=brief_id, json=args.json, html=args.html))
+    for window in ("published_after", "published_before"):
+        parameters[window] = parameters[window] and parameters[window].isoformat()
+    reply = flow_runner.request(_ASK, {"parameters": {"question": args.question, **parameters}, "json": args.json,
+                                       "html": args.html is not None})
+    _print(reply["text"], reply["html"], args)
+    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -86,7 +130,7 @@ def _show(args: argparse.Namespace) -> int:
     from forum_atlas.store.db import Database
 
     with Database.open() as db:
-        _print(load_brief(db, args.brief_id), args)
+        _print(*_rendered(load_brief(db, args.brief_id), args.json, args.html is not None), args)
     return 0
 
 
