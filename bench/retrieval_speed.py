@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -94,6 +93,8 @@ def stored_documents(db) -> int:
 
 
 def _rss_mb(field: str = "VmRSS") -> float:
+    """This process's RSS, or its peak (VmHWM). Not ru_maxrss: Linux carries that across execve, so a
+    child would report its parent's peak."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
@@ -316,7 +317,7 @@ def query_worker(db_url: str, size: int) -> dict:
     return {"latency": {k: percentiles(v) for k, v in out.items()}, "hnsw_recall_at_20": float(np.mean(recall)),
             "hnsw_distance_recall_at_20": float(np.mean(tie_recall)),
             "filtered_full_top_k": float(np.mean(filtered_full)), "kernel_same_top_k": float(np.mean(same_top)),
-            "peak_rss_mb": peak_rss_mb(), "bounds": pages}
+            "peak_rss_mb": _rss_mb("VmHWM"), "bounds": pages}
 
 
 BOUND_QUERIES = 30
@@ -359,15 +360,6 @@ def disk_sizes(db_url: str) -> dict:
                 ORDER BY 2 DESC""").fetchall()
         database = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     return {"relations": {name: size / 2**20 for name, size in rows}, "database_mb": database / 2**20}
-
-
-def peak_rss_mb() -> float:
-    """This process's peak RSS (VmHWM). Not ru_maxrss: Linux carries that across execve, so a child
-    would report its parent's peak."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # rank_bm25 holds a dict per document: measured on a sample, extrapolated, and run only if it fits
