@@ -22,6 +22,7 @@ import statistics
 import time
 
 from bench.deliberation import dev_claims, prepare_database
+from bench.report import table
 
 
 def _run(questions: list, settings, workers: int) -> dict:
@@ -66,14 +67,13 @@ def _table(results: dict[str, list[dict]], args: argparse.Namespace, loads: list
     ref_wall = statistics.median(r["wall"] for r in reference)
     print(f"{args.questions} SciFact dev claims as questions, full SciFact corpus, offline engine, hashed embedder, "
           f"{args.runs} run(s) per mode, load average during runs {min(loads):.1f}–{max(loads):.1f}")
-    header = f"{'task runner':<24}{'briefs':>8}{'wall s':>9}{'s/question':>12}{'× wall s':>10}{'same audit':>12}"
-    print(header)
-    print("-" * len(header))
+    rows = []
     for mode, runs in results.items():
         wall = statistics.median(r["wall"] for r in runs)
         same = all(r["audit"] == reference[0]["audit"] for r in runs)
-        print(f"{mode:<24}{len(runs[0]['summary']['briefs']):>8}{wall:>9.1f}{wall / args.questions:>12.2f}"
-              f"{wall / ref_wall:>10.2f}{'yes' if same else 'NO':>12}")
+        rows.append((mode, len(runs[0]["summary"]["briefs"]), f"{wall:.1f}", f"{wall / args.questions:.2f}",
+                     f"{wall / ref_wall:.2f}", "yes" if same else "NO"))
+    print(table(["task runner", "briefs", "wall s", "s/question", "× wall s", "same audit"], rows))
     print("medians; × = this mode's seconds / the thread runner's (above 1: slower); per-run wall seconds: "
           + json.dumps({mode: [round(r["wall"], 1) for r in runs] for mode, runs in results.items()}))
 

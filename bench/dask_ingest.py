@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import table
+
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "beir" / "corpus.jsonl"
 # What the ingest stores, each table as one digest over its rows in a fixed order (write times left out).
@@ -101,17 +103,15 @@ def _table(results: dict[str, list[dict]], args: argparse.Namespace, loads: list
     ref_wall = statistics.median(r["wall"] for r in reference)
     print(f"SciFact, first {args.docs:,} abstracts, embedder {args.embedder}, {args.runs} run(s) per mode, "
           f"load average during runs {min(loads):.1f}–{max(loads):.1f}")
-    header = (f"{'task runner':<24}{'chunks':>8}{'flow s':>9}{'wall s':>9}{'chunks/s':>10}{'× flow s':>10}"
-              f"{'× wall s':>10}{'same rows':>11}")
-    print(header)
-    print("-" * len(header))
+    rows = []
     for mode, runs in results.items():
         flow_s = statistics.median(r["summary"]["seconds"] for r in runs)
         wall_s = statistics.median(r["wall"] for r in runs)
+        chunks = runs[0]["summary"]["chunks_added"]
         same = all(r["fingerprint"] == reference[0]["fingerprint"] for r in runs)
-        print(f"{mode:<24}{runs[0]['summary']['chunks_added']:>8,}{flow_s:>9.1f}{wall_s:>9.1f}"
-              f"{runs[0]['summary']['chunks_added'] / flow_s:>10.0f}{flow_s / ref_flow:>10.2f}{wall_s / ref_wall:>10.2f}"
-              f"{'yes' if same else 'NO':>11}")
+        rows.append((mode, f"{chunks:,}", f"{flow_s:.1f}", f"{wall_s:.1f}", f"{chunks / flow_s:.0f}",
+                     f"{flow_s / ref_flow:.2f}", f"{wall_s / ref_wall:.2f}", "yes" if same else "NO"))
+    print(table(["task runner", "chunks", "flow s", "wall s", "chunks/s", "× flow s", "× wall s", "same rows"], rows))
     print("medians; × = this mode's seconds / the thread runner's (above 1: slower); per-run flow seconds: "
           + json.dumps({mode: [r["summary"]["seconds"] for r in runs] for mode, runs in results.items()}))
 

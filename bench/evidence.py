@@ -27,6 +27,7 @@ from pathlib import Path
 
 from rank_bm25 import BM25Okapi
 
+from bench.report import table
 from forum_atlas.entailment.base import SupportQuery
 from forum_atlas.entailment.rules import RuleBasedSupportVerifier
 from forum_atlas.evidence.licence import apply_licence_guard
@@ -107,10 +108,11 @@ def main() -> None:
     ranker_m = metrics(ranker_orders, qrels, args.pool)
     print(f"SciFact dev: {len(qrels)} claims with qrels, pool {args.pool} per claim (BM25 plays the source); "
           f"{retrieval_s:.1f} s; ranker median {statistics.median(ranker_ms):.2f} ms per claim")
-    print(f"{'measure':<16}{'BM25 (reference)':>18}{'evidence ranker':>18}{'contract':>10}")
+    rows = []
     for key in bm25_m:
         target = CONTRACT.get(key) or (CONTRACT["recall"] if key.startswith("recall@5") else None)
-        print(f"{key:<16}{bm25_m[key]:>18.3f}{ranker_m[key]:>18.3f}{'' if target is None else f'>= {target}':>10}")
+        rows.append((key, f"{bm25_m[key]:.3f}", f"{ranker_m[key]:.3f}", "" if target is None else f">= {target}"))
+    print(table(["measure", "BM25 (reference)", "evidence ranker", "contract"], rows))
     print(f"support direction ({len(queries)} gold rationale pairs, rule-based verifier {verifier.version}): "
           f"precision {direction_precision:.3f} on {len(directed)} directed verdicts, coverage "
           f"{len(directed) / len(queries):.3f}; contract >= {CONTRACT['support-direction precision']}")

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import table
+
 SLOW_ANSWER_S, SLOW_TIMEOUT_S = 5.0, 1.5
 
 
@@ -97,13 +99,11 @@ def main() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")   # slow under load (PLATFORM.md)
     router_s, router_labels = router_runs(args.runs)
     flow_inner, flow_wall, flow_labels = flow_runs(args.runs)
-    header = f"{'run':<44}{'median s':>10}{'min s':>8}{'max s':>8}{'slow timeout s':>16}{'one after another s':>21}"
-    print(header)
-    print("-" * len(header))
-    for name, seconds in (("router, plain threads", router_s), ("flow, plan to ranked result", flow_inner),
-                          ("flow, whole call", flow_wall)):
-        print(f"{name:<44}{statistics.median(seconds):>10.3f}{min(seconds):>8.3f}{max(seconds):>8.3f}"
-              f"{SLOW_TIMEOUT_S:>16.2f}{SLOW_ANSWER_S:>21.1f}+")
+    rows = [(name, f"{statistics.median(seconds):.3f}", f"{min(seconds):.3f}", f"{max(seconds):.3f}",
+             f"{SLOW_TIMEOUT_S:.2f}", f"{SLOW_ANSWER_S:.1f}+")
+            for name, seconds in (("router, plain threads", router_s), ("flow, plan to ranked result", flow_inner),
+                                  ("flow, whole call", flow_wall))]
+    print(table(["run", "median s", "min s", "max s", "slow timeout s", "one after another s"], rows))
     print(f"router outcomes: {', '.join(router_labels)}")
     print(f"flow outcomes: {', '.join(flow_labels)}")
     print(f"load average: {os.getloadavg()[0]:.2f}")

@@ -1,4 +1,8 @@
-"""Fallback rules considered for issue 27, on origins before 2015 only: `python -m bench.forecast_fallback`.
+"""Rules considered for issue 27, on data dated before 2015 only: `python -m bench.forecast_fallback`.
+
+Every series is cut before anything is computed (`before_cut`: the file as if downloaded on the last day
+before 2015-01-01), so no value, outcome or record from the cut on can reach a rule, a score or a choice
+made here; `bench.forecast_skill` (section 3) is the only place the period after the cut is scored.
 
 Issue 27 asks for skill against the whole-history base rate >= 0 on periods nobody has seen. A
 principled way to aim at that is a last step on top of rule v4 that falls back to the reference (the
@@ -28,51 +32,138 @@ rule's probability looks overconfident next to its Monte-Carlo output), each aga
 - each of those two gated: used only while its own record over p4 (each earlier origin scored with the T
   chosen before it) passes v4's gate, else p4.
 
+Fourth pass (issue 27): the widening, gated (rule v5, `atlas/forecasting/widened.py`: temperatures up to
+2, gate 0.25 SE), against grids up to 1.5, 3 and 5 and gates at 0, 0.5 and 1 SE, beside v4. `choose`
+reads, in this order: (a) the issue's shared-table targets as far as the cut data show them — no more
+shared cells than v4 losing skill vs the base rate or with an ECE above v3's by more than 0.005 (a few
+cells of about 50 origins miss for every rule), and ECE <= 0.05 in every shared cell with n >= 1,000;
+(b) fewest misses of the targets for unseen periods (skill vs base rate >= 0, vs 0.5 >= -0.005,
+ECE <= 0.05) over DGS10's three regimes and five pseudo-held-out windows — the seven years after each
+of 1980, 1987, 1994, 2001 and 2008, every origin: the length of the real held-out period (2015–21),
+tiled back from the cut — at 7d, 30d and 1q; (c) the highest mean skill vs the base rate over the
+shared cells. If no rule meets (a), v4 stays. It keeps v4: every widening with a gate below 1 SE
+raises DGS10 7d's ECE above v3's by more than 0.005, and the 1-SE gate misses one unseen-period
+target more than v4.
+
 A last section states what v4's record said at the cut itself (the last origin before 2015, outcomes
 published by then only), which bounds what any rule chosen before the cut could have done there.
 
-They are scored where a decision may look: the shared cells of `bench.forecast_skill` (DGS10 on its
-origins before 2015 only) and DGS10's regimes before 2015 (1965–81, 1982–99, 2000–14) at 7d, 30d and
-1q, on the origins `bench.forecast_skill` scores (every 5th published day), against the issue's targets for unseen periods (skill vs base rate >= 0,
-vs 0.5 >= −0.005, ECE <= 0.05). Nothing from 2015 on is read for DGS10, so the held-out check of
-`bench.forecast_skill` stays untouched by whatever this table decides. No Monte-Carlo: every number
-is the rule's own probability; the table prints skill vs base rate / vs 0.5 / ECE per rule, then how
-many regime checks each fails, in how many shared cells it loses skill against the base rate, and its
-mean skill over those cells.
+Scored: the shared cells of `bench.forecast_skill` and DGS10's regimes before 2015 (1965–81, 1982–99,
+2000–14) on the origins it scores (every 5th published day on DGS10), and the pseudo-held-out windows on
+every origin, as its held-out check. No Monte-Carlo: every number is the rule's own probability; each
+pass prints skill vs base rate / vs 0.5 / ECE per rule, then per rule the unseen-period targets it
+misses, the shared cells where it loses skill or its ECE exceeds v3's by more than 0.005, its mean
+skill over the shared cells and its largest ECE where n >= 1,000.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import date
 
 import numpy as np
 
+from bench.forecast_skill import CUT, REGIMES, _cells
 from forum_atlas.forecasting.adaptive import (
     AdaptiveHistory,
     gated_recalibration,
     held_out_gate_passed,
     held_out_stats,
 )
+from forum_atlas.forecasting.backtest import SeriesSource
 from forum_atlas.forecasting.drivers import (
-    PERIODS_PER_YEAR,
     MIN_RECORD_CHANGES,
+    PERIODS_PER_YEAR,
     RECORD_HALF_LIFE_YEARS,
-    _logit,
-    _sigmoid,
+    DriftHistory,
     HeldOutRecord,
+    SeriesView,
     held_out_record,
     held_out_sums,
-    origin_outcomes,
-    satisfied_changes,
+    logit,
+    sigmoid,
 )
+from forum_atlas.forecasting.widened import TEMPERATURES as V5_TEMPERATURES
+from forum_atlas.forecasting.widened import Widening
 from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
-
-from bench.forecast_skill import CUT, REGIMES, _cells
 
 RECENT_HALF_LIFE_YEARS = 3.0
 DAILY_EVERY = 5
 STRICT_GATE_Z = 1.0
 TEMPERATURES = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0)
+PSEUDO_HELD_OUT_STARTS = (1980, 1987, 1994, 2001, 2008)
+PSEUDO_HELD_OUT_YEARS = 7
+
+
+def before_cut(series: SeriesSource) -> SeriesSource:
+    """The series as if downloaded on the last day before CUT: every later row is dropped."""
+    keep = series.view.dates < np.datetime64(CUT)
+    return replace(series, view=SeriesView(series.view.dates[keep], series.view.values[keep]))
+
+
+def widening_variants(history: AdaptiveHistory, periods_per_year: float) -> dict[str, np.ndarray]:
+    """The fourth pass's rules at every row: v4, and v5's widening over other temperature grids and gates."""
+    def widened(temperatures: tuple[float, ...], gate_z: float = 0.25) -> np.ndarray:
+        return Widening.of(history.probability, history.outcome, history.usable, history.horizon, periods_per_year,
+                           temperatures, gate_z).probability
+
+    return {"v4": history.probability,
+            "T <= 1.5, gated": widened(V5_TEMPERATURES[:3]),
+            "T <= 2, gated (v5)": Widening.of(history.probability, history.outcome, history.usable,
+                                              history.horizon, periods_per_year).probability,
+            "T <= 3, gated": widened((*V5_TEMPERATURES, 3.0)),
+            "T <= 5, gated (third pass)": widened(TEMPERATURES),
+            "T <= 2, gate 0 SE": widened(V5_TEMPERATURES, 0.0),
+            "T <= 2, gate 0.5 SE": widened(V5_TEMPERATURES, 0.5),
+            "T <= 2, gate 1 SE": widened(V5_TEMPERATURES, 1.0)}
+
+
+@dataclass
+class Tally:
+    """One rule's counts over the cut data, in the order `choose` reads them."""
+    shared_losses: int = 0
+    ece_over_v3: int = 0        # shared cells whose ECE exceeds rule v3's by more than 0.005
+    largest_ece: float = 0.0    # over the shared cells with n >= 1,000
+    misses: int = 0             # of the unseen-period targets, regimes and pseudo-held-out windows
+    shared_skill: list[float] = field(default_factory=list)
+
+    def add(self, kind: str, n: int, v3_ece: float, vs_base: float, vs_half: float, ece: float) -> None:
+        if kind == "shared":
+            self.shared_losses += vs_base < 0
+            self.ece_over_v3 += ece > v3_ece + 0.005
+            self.shared_skill.append(vs_base)
+            if n >= 1000:
+                self.largest_ece = max(self.largest_ece, ece)
+        else:
+            self.misses += not (vs_base >= 0 and vs_half >= -0.005 and ece <= 0.05)
+
+
+def choose(tallies: dict[str, Tally]) -> str:
+    """(a) the shared-table targets: no more shared cells losing skill, or with an ECE above v3's by more than
+    0.005, than v4 (a few cells of 50 origins miss for every rule), and every large shared cell's ECE <= 0.05;
+    (b) fewest misses of the unseen-period targets; (c) highest mean shared skill. v4 if no rule meets (a)."""
+    v4 = tallies["v4"]
+    eligible = [name for name, t in tallies.items()
+                if t.shared_losses <= v4.shared_losses and t.ece_over_v3 <= v4.ece_over_v3 and t.largest_ece <= 0.05]
+    if not eligible:
+        return "v4"
+    return min(eligible, key=lambda name: (tallies[name].misses, -np.mean(tallies[name].shared_skill)))
+
+
+def _windows(label: str, dates: np.ndarray, values: np.ndarray, horizon: int, usable: np.ndarray, daily: bool
+             ) -> Iterator[tuple[str, str, np.ndarray]]:
+    """(name, kind, scored origins) for the fourth pass: the shared cell and the regimes on the origins
+    bench.forecast_skill scores (every DAILY_EVERY-th on the daily series), and on the daily series the
+    pseudo-held-out windows (every origin, as its held-out check)."""
+    for name, is_regime, origins in _checks(label, dates, values, horizon, usable, daily):
+        yield name, "regime" if is_regime else "shared", origins
+    if not daily:
+        return
+    for start in PSEUDO_HELD_OUT_STARTS:
+        window = (dates >= np.datetime64(date(start, 1, 1))) & (
+            dates < np.datetime64(date(start + PSEUDO_HELD_OUT_YEARS, 1, 1)))
+        yield f"{label} {start}–{start + PSEUDO_HELD_OUT_YEARS - 1}", "pseudo-held-out", usable & window
 
 
 def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.ndarray,
@@ -105,7 +196,7 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
     def tempered(centre: np.ndarray) -> np.ndarray:
         """logit(p4) pulled toward logit(centre) by the temperature with the best held-out Brier so far, once
         that record holds MIN_RECORD_CHANGES independent changes' worth (before that, p4)."""
-        scaled = [_sigmoid(_logit(centre) + (_logit(v4) - _logit(centre)) / t) for t in TEMPERATURES]
+        scaled = [sigmoid(logit(centre) + (logit(v4) - logit(centre)) / t) for t in TEMPERATURES]
         records = [held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h, periods_per_year)
                    for p in scaled]
         best = np.choose(np.argmax(np.stack([record[1] for record in records]), axis=0), scaled)
@@ -173,51 +264,63 @@ def _scores(p: np.ndarray, whole: np.ndarray, y: np.ndarray) -> tuple[float, flo
             expected_calibration_error(metrics.decomposition))
 
 
-def main() -> None:
-    names: list[str] | None = None
-    regime_fails: dict[str, int] = {}
-    shared_losses: dict[str, int] = {}
-    shared_skill: dict[str, list[float]] = {}
-    largest_ece: dict[str, float] = {}  # over the shared cells with n >= 1,000, where the ECE target applies
+def _print_pass(title: str, rows: list[str], tallies: dict[str, Tally]) -> None:
+    names = list(tallies)
+    print(f"{title}\n\n| origins | horizon | n | {' | '.join(names)} |\n|" + "---|" * (3 + len(names)))
+    print("\n".join(rows))
+    print("\nCells: skill vs base rate / skill vs 0.5 / ECE, each rule's probability before sampling. Shared cells "
+          "and regimes on the origins bench.forecast_skill scores (every 5th on DGS10), pseudo-held-out windows on "
+          "every origin.\n")
+    print("| rule | unseen-period targets missed (9 regimes, 15 pseudo-held-out windows) | shared cells losing skill "
+          "vs base rate | shared cells with ECE above v3's by > 0.005 | mean skill vs base rate over the shared cells "
+          "| largest ECE of the shared cells with n >= 1,000 |\n|---|---|---|---|---|---|")
+    for name, t in tallies.items():
+        print(f"| {name} | {t.misses} | {t.shared_losses} | {t.ece_over_v3} | {np.mean(t.shared_skill):+.4f} | "
+              f"{t.largest_ece:.3f} |")
+    print(flush=True)
+
+
+Passes = dict[str, tuple[list[str], dict[str, Tally]]]
+
+
+def evaluate(cells: Iterable[tuple[str, SeriesSource, str, int]]) -> tuple[Passes, list[tuple]]:
+    """Each pass's table rows and tallies, and DGS10's record at the cut, from `cells` cut at CUT first."""
+    passes: Passes = {"fallbacks": ([], {}), "widening": ([], {})}
     cut_rows = []
-    for label, series, horizon, h in _cells():
-        values = series.view.values
+    for label, series, horizon, h in cells:
+        series = before_cut(series)  # from here on nothing dated from the cut on exists
+        values, dates, daily = series.view.values, series.view.dates, series.frequency == "daily"
         periods_per_year = PERIODS_PER_YEAR.get(series.frequency, 12.0)
         history = AdaptiveHistory.of(values, h, ">", 0.0, periods_per_year)
-        outcome, usable = origin_outcomes(values, satisfied_changes(values, h, ">", 0.0), h, history.enough_history)
-        rules = fallback_rules(history, outcome, usable, periods_per_year)
-        if series.frequency == "daily":
-            last_before = int(np.searchsorted(series.view.dates, np.datetime64(CUT))) - 1
-            cut_rows.append((horizon, series.view.dates[last_before],
-                             *at_the_cut(history, outcome, usable, periods_per_year, last_before)))
-        if names is None:
-            names = list(rules)
-            regime_fails, shared_losses = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
-            shared_skill = {name: [] for name in names}
-            largest_ece = dict.fromkeys(names, 0.0)
-            print(f"| origins | horizon | n | {' | '.join(names)} |\n|" + "---|" * (3 + len(names)), flush=True)
-        for check, is_regime, origins in _checks(label, series.view.dates, values, h, usable,
-                                                       series.frequency == "daily"):
-            cells = []
-            for name, p in rules.items():
-                vs_base, vs_half, ece = _scores(p[origins], history.candidates[0][origins], outcome[origins])
-                cells.append(f"{vs_base:+.4f} / {vs_half:+.4f} / {ece:.3f}")
-                if is_regime:
-                    regime_fails[name] += not (vs_base >= 0 and vs_half >= -0.005 and ece <= 0.05)
-                else:
-                    shared_losses[name] += vs_base < 0
-                    shared_skill[name].append(vs_base)
-                    if origins.sum() >= 1000:
-                        largest_ece[name] = max(largest_ece[name], ece)
-            print(f"| {check} | {horizon} | {int(origins.sum())} | {' | '.join(cells)} |", flush=True)
-    print("\nCells: skill vs base rate / skill vs 0.5 / ECE, each rule's probability before sampling.\n")
-    print("| rule | regime checks before 2015 failed (of 9) | shared cells losing skill vs base rate (of 18) | "
-          "mean skill vs base rate over the shared cells | largest ECE of the shared cells with n >= 1,000 |\n"
-          "|---|---|---|---|---|")
-    for name in names or []:
-        print(f"| {name} | {regime_fails[name]} | {shared_losses[name]} | {np.mean(shared_skill[name]):+.4f} | "
-              f"{largest_ece[name]:.3f} |")
-    print("\nDGS10 at the cut: v4's held-out record against the whole-history rate w (15-year half-life, outcomes "
+        outcome, usable = history.outcome, history.usable
+        if not usable.any():
+            continue  # FEDFUNDS: the file starts after the cut
+        if daily:
+            cut_rows.append((horizon, dates[-1], *at_the_cut(history, outcome, usable, periods_per_year,
+                                                             len(values) - 1)))
+        v3 = DriftHistory.of(values, h, ">", 0.0, periods_per_year)
+        v3 = np.where(held_out_gate_passed(v3.record, h), v3.drift, v3.base)
+        windows = list(_windows(label, dates, values, h, usable, daily))
+        for (rows, tallies), rules in (
+                (passes["fallbacks"], fallback_rules(history, outcome, usable, periods_per_year)),
+                (passes["widening"], widening_variants(history, periods_per_year))):
+            for check, kind, origins in windows:
+                shown = []
+                v3_ece = _scores(v3[origins], history.candidates[0][origins], outcome[origins])[2]
+                for name, p in rules.items():
+                    scores = _scores(p[origins], history.candidates[0][origins], outcome[origins])
+                    tallies.setdefault(name, Tally()).add(kind, int(origins.sum()), v3_ece, *scores)
+                    shown.append("{:+.4f} / {:+.4f} / {:.3f}".format(*scores))
+                rows.append(f"| {check} | {horizon} | {int(origins.sum())} | {' | '.join(shown)} |")
+    return passes, cut_rows
+
+
+def main() -> None:
+    passes, cut_rows = evaluate(_cells())
+    _print_pass("Second and third passes: fallbacks on v4.", *passes["fallbacks"])
+    _print_pass("Fourth pass: v5's widening against its variants.", *passes["widening"])
+    print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['widening'][1])}\n")
+    print("DGS10 at the cut: v4's held-out record against the whole-history rate w (15-year half-life, outcomes "
           "published by then), and the least-squares slope of (outcome − w) on (p4 − w) over it.\n")
     print("| horizon | as of | record: gain ± SE (independent changes) | z | passes v4's gate (0.25 SE) | "
           "slope |\n|---|---|---|---|---|---|")

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.ingest import REPO, write_synthetic_jsonl
+from bench.report import table
 
 
 def _child(good: str, bad: str, data_dir: str) -> None:
@@ -104,13 +105,13 @@ def main() -> None:
     print(f"{args.rows:,} rows; machine load {os.getloadavg()[0]:.2f}")
     print(f"refusal (last row bad): {r['refusal_seconds']:.1f} s, rows written {r['written_by_refusal']}, "
           f"named {r.get('refused')}")
-    print(f"{'measure':<52}{'seconds':>9}{'x ingest':>10}")
-    for label, key in (("good ingest (flow's own seconds)", "ingest_seconds"),
-                       ("good ingest (wall, the flow call)", "ingest_wall_seconds"),
-                       ("check-input pass now (read, parse, validate, look-up)", "pass_seconds"),
-                       ("  of which read + parse alone (the pass before)", "scan_only_seconds"),
-                       ("validation the batches ran before (1,000-row)", "batch_validation_seconds")):
-        print(f"{label:<52}{r[key]:>9.1f}{r[key] / ingest_s:>10.3f}")
+    print(table(["measure", "seconds", "x ingest"], [
+        (label, f"{r[key]:.1f}", f"{r[key] / ingest_s:.3f}")
+        for label, key in (("good ingest (flow's own seconds)", "ingest_seconds"),
+                           ("good ingest (wall, the flow call)", "ingest_wall_seconds"),
+                           ("check-input pass now (read, parse, validate, look-up)", "pass_seconds"),
+                           ("  of which read + parse alone (the pass before)", "scan_only_seconds"),
+                           ("validation the batches ran before (1,000-row)", "batch_validation_seconds"))]))
     extra = r["pass_seconds"] - r["scan_only_seconds"] - r["batch_validation_seconds"]
     print(f"net extra cost of the pass (now − before − batch validation removed): {extra:+.1f} s = "
           f"{extra / ingest_s:+.3f} x the good ingest")

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import load_line, table
+
 # Timed inside the child, so interpreter start-up and imports (the same either way) are left out.
 OPEN = ("import time; from forum_atlas.store.db import Database; t = time.perf_counter(); "
         "Database.open().close(); print(time.perf_counter() - t)")
@@ -62,11 +64,12 @@ def main() -> None:
             holder.send_signal(signal.SIGTERM)
             holder.wait(timeout=60)
     held = [statistics.median(column) for column in zip(*rows["held by atlas ops: each run joins it"])]
-    print(f"{'a fresh process (median of ' + str(args.runs) + ')':<50}{'open s':>8}{'x held':>8}{'process s':>11}"
-          f"{'x held':>8}   (load {os.getloadavg()[0]:.1f})")
+    lines = []
     for name, times in rows.items():
         opened, whole = (statistics.median(column) for column in zip(*times))
-        print(f"{name:<50}{opened:>8.2f}{opened / held[0]:>8.1f}{whole:>11.2f}{whole / held[1]:>8.2f}")
+        lines.append((name, f"{opened:.2f}", f"{opened / held[0]:.1f}", f"{whole:.2f}", f"{whole / held[1]:.2f}"))
+    print(load_line())
+    print(table([f"a fresh process (median of {args.runs})", "open s", "x held", "process s", "x held"], lines))
 
 
 if __name__ == "__main__":

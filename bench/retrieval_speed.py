@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.report import table
 from bench.synthetic_corpus import SyntheticCorpus
 
 QUERY_COUNT = 200
@@ -115,7 +116,7 @@ def query_worker(db_url: str, size: int) -> dict:
                     t0 = time.perf_counter()
                     lexical = retrieval.bm25(conn, text, opts)
                     t1 = time.perf_counter()
-                    semantic = retrieval.dense(conn, embedder, text, opts)
+                    retrieval.dense(conn, embedder, text, opts)
                     t2 = time.perf_counter()
                     if i >= WARMUP:
                         out["bm25" + name].append((t1 - t0) * 1000)
@@ -235,13 +236,13 @@ def print_size(size: int, load: dict | None, measured: dict, reference: dict) ->
               f"HNSW build {load['index_s']:.1f} s; BM25 posting compaction {load['compaction_s']:.1f} s")
     lat = measured["latency"]
     ref50, ref95 = reference["latency"]
-    print(f"{'stage':<28}{'p50 ms':>10}{'p95 ms':>10}")
-    for key, label in (("bm25", "BM25 top-20"), ("bm25_plpgsql", "BM25, PL/pgSQL fallback"),
-                       ("dense", "dense HNSW top-20"), ("hybrid", "hybrid end-to-end"),
-                       ("bm25_filtered", "BM25, 1% sector filter"), ("dense_filtered", "dense, 1% sector filter"),
-                       ("hybrid_filtered", "hybrid, 1% sector filter")):
-        print(f"{label:<28}{lat[key][0]:>10.1f}{lat[key][1]:>10.1f}")
-    print(f"{'rank_bm25 get_scores+top-k':<28}{ref50:>10.1f}{ref95:>10.1f}")
+    rows = [(label, f"{lat[key][0]:.1f}", f"{lat[key][1]:.1f}")
+            for key, label in (("bm25", "BM25 top-20"), ("bm25_plpgsql", "BM25, PL/pgSQL fallback"),
+                               ("dense", "dense HNSW top-20"), ("hybrid", "hybrid end-to-end"),
+                               ("bm25_filtered", "BM25, 1% sector filter"), ("dense_filtered", "dense, 1% sector filter"),
+                               ("hybrid_filtered", "hybrid, 1% sector filter"))]
+    rows.append(("rank_bm25 get_scores+top-k", f"{ref50:.1f}", f"{ref95:.1f}"))
+    print(table(["stage", "p50 ms", "p95 ms"], rows))
     print(f"BM25 speed-up vs rank_bm25 (p50): {ref50 / lat['bm25'][0]:.1f}x")
     print(f"HNSW recall@20 vs exact (synthetic text, near-random vectors): by id {measured['hnsw_recall_at_20']:.3f}, "
           f"by distance (ann-benchmarks, ties count) {measured['hnsw_distance_recall_at_20']:.3f}; "

@@ -61,7 +61,6 @@ from forum_atlas.forecasting.drivers import (
     HeldOutRecord,
     SeriesView,
     _decayed_sums,
-    _logit,
     _own_periods,
     _smoothed_rate,
     change_question,
@@ -69,6 +68,7 @@ from forum_atlas.forecasting.drivers import (
     drift_driver,
     held_out_record,
     held_out_sums,
+    logit,
     origin_outcomes,
     satisfied_changes,
 )
@@ -188,6 +188,8 @@ class AdaptiveHistory:
     recalibration_record: np.ndarray
     recalibration_on: np.ndarray
     probability: np.ndarray     # what the rule publishes (before Monte-Carlo sampling)
+    outcome: np.ndarray         # per origin: its question's outcome (0 where not usable)
+    usable: np.ndarray          # per origin: its outcome is in the file (a later step's records read these)
 
     @classmethod
     def of(cls, values: np.ndarray, horizon: int, comparator: str, required: float,
@@ -245,7 +247,8 @@ class AdaptiveHistory:
             raw, outcome, usable, horizon, periods_per_year)
         return cls(horizon, enough_history, counts, tuple(names), candidates, np.stack(effective), records, in_use,
                    adaptive, drift, (recent + prior) / horizon, drift_record, drift_on, raw, recalibration,
-                   recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw))
+                   recalibrated, recalibration_record, recalibration_on, np.where(recalibration_on, recalibrated, raw),
+                   outcome, usable)
 
     def basis(self, i: int) -> str:
         """The candidates averaged into the adaptive base rate at row i."""
@@ -274,7 +277,7 @@ class AdaptiveHistory:
         basis = self.basis(i)
         adaptive_driver = Driver(
             name=ADAPTIVE_DRIVER, weight=1.0 if len(in_use) > 1 else 0.0,
-            effect=float(_logit(adaptive) - _logit(whole)), effect_sd=0.0,
+            effect=float(logit(adaptive) - logit(whole)), effect_sd=0.0,
             hypothesis=(f"the share of {question.series_id}'s {self.horizon}-period changes satisfying {claim} is "
                         f"better estimated by the mean of the {basis} rates ({adaptive:.3f}) than by the whole "
                         f"history alone ({whole:.3f})"),
@@ -293,7 +296,7 @@ class AdaptiveHistory:
         recal_record = held_out_record(self.recalibration_record[:, i], self.horizon)
         recal_weight = 1.0 if self.recalibration_on[i] else 0.0
         recal_driver = Driver(
-            name=RECALIBRATION_DRIVER, weight=recal_weight, effect=float(_logit(mapped) - _logit(raw)), effect_sd=0.0,
+            name=RECALIBRATION_DRIVER, weight=recal_weight, effect=float(logit(mapped) - logit(raw)), effect_sd=0.0,
             hypothesis=(f"the rule's probability {raw:.3f} means {mapped:.3f} when mapped to the frequencies observed "
                         "at earlier origins"),
             rationale=(f"monotone map p ↦ {self.recalibration.mean_outcome[i]:.3f} + "

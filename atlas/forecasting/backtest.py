@@ -50,6 +50,7 @@ from forum_atlas.forecasting.drivers import (
 )
 from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.montecarlo import ForecastInputError
+from forum_atlas.forecasting.widened import WIDENED_RULE_VERSION, WidenedRule
 from forum_atlas.scoring.metrics import (
     REPORT_BINS,
     accuracy_metrics,
@@ -70,9 +71,10 @@ def _per_origin(rule):
 
 
 # --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
-# (base rate, drivers, …)). v4 (the lane's) and v3 read a history computed once per question shape, each
-# row from rows up to it only.
-RULES = {"v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule), "v3": (RULE_VERSION, DriftRule),
+# (base rate, drivers, …)). v4 (the lane's), v5 (issue 27's candidate, not adopted) and v3 read a history computed
+# once per question shape, each row from rows up to it only.
+RULES = {"v5": (WIDENED_RULE_VERSION, WidenedRule), "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
+         "v3": (RULE_VERSION, DriftRule),
          "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
          "v1": (LEGACY_RULE_VERSION, _per_origin(lambda view, question, _: legacy_drivers_for(view, question)))}
 DEFAULT_TABLE_COLUMN = "realgdp"  # of a year/quarter table such as the statsmodels macro data
@@ -147,8 +149,8 @@ class BacktestRow:
     base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
     window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
-    basis: str | None = None  # v4: the base-rate candidates the forecast rested on
-    rule_probability: float | None = None  # v4: its probability before Monte-Carlo sampling
+    basis: str | None = None  # v4, v5: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4, v5: its probability before Monte-Carlo sampling
 
 
 @dataclass

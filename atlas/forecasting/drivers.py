@@ -105,11 +105,11 @@ def _smoothed_rate(hits, n):
     return (hits + 0.5) / (n + 1.0)
 
 
-def _logit(p):
+def logit(p):
     return np.log(p / (1.0 - p))
 
 
-def _sigmoid(x):
+def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
@@ -211,8 +211,8 @@ class _Features:
         return hits, known
 
     def at(self, at: np.ndarray) -> np.ndarray:
-        base = _logit(self.base(at))
-        columns = [_logit(_smoothed_rate(*self.window(at, window))) - base for _, window in SHARE_WINDOWS]
+        base = logit(self.base(at))
+        columns = [logit(_smoothed_rate(*self.window(at, window))) - base for _, window in SHARE_WINDOWS]
         return np.column_stack([*columns, np.ones(len(at))])
 
 
@@ -222,7 +222,7 @@ def _ridge_logistic(offset: np.ndarray, features: np.ndarray, outcome: np.ndarra
     penalty = np.diag(1.0 / prior_sd ** 2)
     beta = np.zeros(features.shape[1])
     for _ in range(25):
-        p = _sigmoid(offset + features @ beta)
+        p = sigmoid(offset + features @ beta)
         hessian = (features * (weight * p * (1 - p))[:, None]).T @ features + penalty
         step = np.linalg.solve(hessian, features.T @ (weight * (outcome - p)) - penalty @ beta)
         beta += step
@@ -281,7 +281,7 @@ def _fit_on_history(features: _Features, satisfied: np.ndarray, values: np.ndarr
         return None
     outcome = satisfied[origins + horizon]
     base = features.base(origins)
-    offset = _logit(base)
+    offset = logit(base)
     x = features.at(origins)
     weight = stride / horizon * 0.5 ** ((last_index - origins) / (HALF_LIFE_YEARS * periods_per_year))
     w = weight[newer]
@@ -291,7 +291,7 @@ def _fit_on_history(features: _Features, satisfied: np.ndarray, values: np.ndarr
     for columns, needed_z in MODELS:
         beta_older, _ = _ridge_logistic(offset[older], x[older][:, columns], outcome[older], weight[older],
                                         PRIOR_SD[list(columns)])
-        held_out = _sigmoid(offset[newer] + x[newer][:, columns] @ beta_older)
+        held_out = sigmoid(offset[newer] + x[newer][:, columns] @ beta_older)
         difference = (previous - outcome[newer]) ** 2 - (held_out - outcome[newer]) ** 2
         tests.append(_Test(columns, float(np.sum(w * difference) / w.sum()),
                            float(np.std(difference) / math.sqrt(effective_n)), needed_z))
@@ -481,7 +481,7 @@ def drift_driver(drift: float, anchor: float, anchor_name: str, independent: flo
     the rate it was shrunk toward, counting (weight 1) only when its held-out record passed."""
     weight = 1.0 if passed else 0.0
     return Driver(
-        name=DRIFT_DRIVER, weight=weight, effect=float(_logit(drift) - _logit(anchor)),
+        name=DRIFT_DRIVER, weight=weight, effect=float(logit(drift) - logit(anchor)),
         # sampling sd of the drifted share's log-odds, from the independent changes behind it
         effect_sd=1.0 / math.sqrt(independent * drift * (1.0 - drift)),
         hypothesis=hypothesis,
@@ -531,7 +531,7 @@ def legacy_drivers_for(view: SeriesView, question: BoundQuestion) -> tuple[float
             name=name,
             hypothesis=(f"{question.series_id}'s {h}-period changes over the last {len(recent)} periods "
                         f"keep satisfying '{question.comparator} {change.required:+.4g}' at their recent rate"),
-            effect=float(_logit(rate) - _logit(base_rate)),
+            effect=float(logit(rate) - logit(base_rate)),
             effect_sd=1.0 / math.sqrt(len(recent) * rate * (1.0 - rate)),
             weight=weight,
             rationale=(f"{int(recent.sum())} of the last {len(recent)} changes satisfied it, against "

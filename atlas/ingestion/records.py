@@ -415,7 +415,6 @@ def scan_input(path: Path, fmt: Format, source: SourceInfo | None = None,
         _document_files(path)
         scan.sources[source.name] = (path.name, source)
         return scan
-    key = "_id" if fmt == "beir" else "id"
     file = path / "corpus.jsonl" if path.is_dir() else path
     scan.stamp = file_stamp(file) if file.is_file() else None
     for batch in iter_raw(path, fmt, batch_size=SCAN_ROWS, max_batch_bytes=SCAN_BYTES):

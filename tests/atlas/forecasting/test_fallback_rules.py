@@ -1,14 +1,17 @@
-"""The fallback rules `bench.forecast_fallback` weighed for issue 27 read earlier origins only, so
-its pre-2015 table says nothing about what came after."""
+"""The rules `bench.forecast_fallback` weighed for issue 27 read earlier origins only, and the bench
+cuts every series before 2015 first, so nothing after the cut reaches its tables or its choice."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from bench.forecast_fallback import fallback_rules
+from bench.forecast_fallback import Tally, before_cut, choose, evaluate, fallback_rules
+from bench.forecast_skill import CUT, _cells
 from forum_atlas.forecasting.adaptive import AdaptiveHistory
 from forum_atlas.forecasting.backtest import read_series_file
-from forum_atlas.forecasting.drivers import origin_outcomes, satisfied_changes
+from forum_atlas.forecasting.drivers import SeriesView, origin_outcomes, satisfied_changes
 
 
 def _rules(values: np.ndarray, horizon: int) -> dict[str, np.ndarray]:
@@ -62,3 +65,39 @@ def test_each_rule_publishes_what_it_says():
     for name in ("no drift", "soft drift"):
         assert np.array_equal(rules[name][:first], v4[:first]), name
         assert not np.allclose(rules[name][first:], v4[first:]), name
+
+
+def test_before_cut_keeps_exactly_the_rows_dated_before_the_cut(shared_data):
+    dgs10 = read_series_file(shared_data / "series" / "DGS10__fred_daily_1962-2021_oldformat.csv")
+    cut = before_cut(dgs10)
+    kept = len(cut.view.dates)
+    assert cut.view.dates[-1] < np.datetime64(CUT) <= dgs10.view.dates[kept]
+    np.testing.assert_array_equal(cut.view.values, dgs10.view.values[:kept])
+
+
+def test_nothing_dated_from_the_cut_on_reaches_the_tables_or_the_choice():
+    honest = list(_cells())
+    poisoned = []
+    for label, series, horizon, h in honest:
+        values = series.view.values.copy()
+        after = series.view.dates >= np.datetime64(CUT)
+        values[after] = values[after][::-1] * 3.0  # another history from the cut on
+        poisoned.append((label, replace(series, view=SeriesView(series.view.dates, values)), horizon, h))
+    assert any(not np.array_equal(a[1].view.values, b[1].view.values, equal_nan=True)
+               for a, b in zip(honest, poisoned))
+    (passes, at_cut), (again, again_at_cut) = evaluate(honest), evaluate(poisoned)
+    assert passes.keys() == again.keys() and at_cut == again_at_cut
+    for name, (rows, tallies) in passes.items():
+        assert rows == again[name][0] and len(rows) > 30
+        assert tallies == again[name][1]
+        assert choose(tallies) == choose(again[name][1])
+
+
+def test_choose_reads_the_shared_targets_then_the_unseen_period_misses_then_mean_skill():
+    def tally(losses=2, over_v3=1, ece=0.04, misses=11, skill=0.01):
+        return Tally(shared_losses=losses, ece_over_v3=over_v3, largest_ece=ece, misses=misses, shared_skill=[skill])
+
+    assert choose({"v4": tally(), "a": tally(misses=10), "b": tally(misses=10, skill=0.02)}) == "b"
+    assert choose({"v4": tally(), "a": tally(misses=3, over_v3=2), "b": tally(misses=3, losses=3),
+                   "c": tally(misses=3, ece=0.06)}) == "v4"
+    assert choose({"v4": tally(ece=0.06), "a": tally(ece=0.06)}) == "v4"  # none meets (a): v4 stays
