@@ -12,6 +12,7 @@ import math
 import string
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain, count
 from functools import lru_cache
 
 import numpy as np
@@ -49,23 +50,28 @@ class HashedEmbedder:
         self.name = f"{VERSION}@{dim}"
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        rows: list[int] = []
-        cols: list[int] = []
-        weights: list[float] = []
-        dim = self.dim
-        for i, text in enumerate(texts):
-            counts = Counter(tokens(text))
-            # Stop words only count in a text made of nothing else ("it was the"), which would
-            # otherwise get a zero vector, whose cosine distance is undefined.
-            content = {t: tf for t, tf in counts.items() if t not in _STOP} or counts
-            for token, tf in content.items():
-                index, sign = _slot(token, dim)
-                rows.append(i)
-                cols.append(index)
-                weights.append(sign * (1.0 + math.log(tf)))
-        matrix = np.zeros((len(texts), dim), dtype=np.float32)
-        np.add.at(matrix, (np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)),
-                  np.asarray(weights, dtype=np.float32))
+        # Each text's distinct tokens in first-seen order, all texts in one flat sequence, and every pass over
+        # it a loop in C (Counter, dict, map, numpy): a Python loop per (text, token) took ~1 s of a 10 MB
+        # record's 1.4 M. np.add.at sums in that same order, so the vectors are bit for bit those of the loop.
+        counts = [Counter(tokens(text)) for text in texts]
+        keys = list(chain.from_iterable(counts))
+        matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not keys:
+            return matrix
+        vocabulary = dict(zip(dict.fromkeys(keys), count()))
+        ids = np.fromiter(map(vocabulary.__getitem__, keys), dtype=np.intp, count=len(keys))
+        slots = [_slot(token, self.dim) for token in vocabulary]
+        cols = np.array([index for index, _ in slots], dtype=np.intp)[ids]
+        signs = np.array([sign for _, sign in slots])[ids]
+        tfs = np.fromiter(chain.from_iterable(c.values() for c in counts), dtype=np.intp, count=len(keys))
+        rows = np.repeat(np.arange(len(texts)), [len(c) for c in counts])
+        # Stop words only count in a text made of nothing else ("it was the"), which would
+        # otherwise get a zero vector, whose cosine distance is undefined.
+        content = ~np.array([token in _STOP for token in vocabulary], dtype=bool)[ids]
+        keep = content | (np.bincount(rows[content], minlength=len(texts)) == 0)[rows]
+        # 1 + ln(tf) from math.log, looked up: the doubles a per-token math.log gives.
+        sublinear = np.array([1.0 + math.log(tf) for tf in range(1, int(tfs.max()) + 1)])
+        np.add.at(matrix, (rows[keep], cols[keep]), (signs * sublinear[tfs - 1])[keep].astype(np.float32))
         return l2_normalise(matrix)
 
     def embed_query(self, text: str) -> np.ndarray:

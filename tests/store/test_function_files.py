@@ -71,6 +71,20 @@ def project_triggers(conn: psycopg.Connection) -> dict[str, str]:
 # Function definitions edited in sql/functions/ after the split, each for the reason in its file.
 CHANGED_SINCE_THE_SPLIT = {
     "forum.content_digest(forum.forecast_scores)",   # declared STABLE, what its body is, so it is inlined
+    # the other overloads too (issue 25, large records): inlined, ~1/3 less CPU per chunk digested
+    "forum.content_digest(forum.chunks)",
+    "forum.content_digest(forum.documents)",
+    "forum.content_digest(forum.series_vintages)",
+    "forum.content_digest(forum.evidence_snapshots)",
+    "forum.content_digest(forum.briefs)",
+    "forum.content_digest(forum.brief_sections)",
+    "forum.content_digest(forum.brief_claims)",
+    "forum.content_digest(forum.citations)",
+    "forum.content_digest(forum.provider_calls)",
+    "forum.content_digest(forum.series_observations)",
+    "forum.content_digest(forum.forecasts)",
+    "forum.content_digest(forum.forecast_bindings)",
+    "forum.insert_staged_chunks()",   # work_mem for its sort: a 10 MB record's chunks no longer spill to disk
     "forum.check_vintage_history()",   # new: migration 140 declares it for its trigger, forecasts.sql defines it
 }
 

@@ -68,3 +68,26 @@ def test_case_and_stop_words_do_not_change_the_vector():
     embedder = HashedEmbedder(dim=384)
     a, b = embedder.embed_documents(["Statins LOWER cholesterol", "the statins lower the cholesterol"])
     np.testing.assert_allclose(a, b, atol=1e-7)
+
+
+# Vectors already stored must keep their meaning: these digests are of the vectors the per-token loop of
+# hashed-bow-v1 gave before its passes moved into C and numpy (stop-word-only, empty and repeated-token texts,
+# and at dim 8 many tokens summed into one slot, where the order of the float32 sums shows).
+STORED_TEXTS = TEXTS + ["", "it was the", "the the the of a", "   \n\t", "rates rates rates rates rise rise fall " * 7 + "Rates",
+                        "Grid demand rose 3 percent; the grid operator said so."]
+STORED_DIGESTS = {8: "9860a1ba7082f4dc27815227f5e5e60acf232b8a23d929f084e94395d980761d",
+                  384: "067db195de612a3ab4d3502854348694e962b3ac8ea32001b378eb236a887360"}
+
+
+@pytest.mark.parametrize("dim", sorted(STORED_DIGESTS))
+def test_vectors_are_bit_for_bit_those_of_hashed_bow_v1(dim):
+    matrix = HashedEmbedder(dim=dim).embed_documents(STORED_TEXTS)
+    assert hashlib.sha256(matrix.tobytes()).hexdigest() == STORED_DIGESTS[dim]
+
+
+def test_a_batch_embeds_each_text_as_alone():
+    embedder = HashedEmbedder(dim=64)
+    batch = embedder.embed_documents(STORED_TEXTS)
+    for text, row in zip(STORED_TEXTS, batch):
+        np.testing.assert_array_equal(embedder.embed_documents([text])[0], row)
+    assert embedder.embed_documents([]).shape == (0, 64)
