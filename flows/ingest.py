@@ -36,10 +36,10 @@ from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.config import EMBEDDER_NAMES
 from forum_atlas.embeddings.base import embed_report
+from forum_atlas.ingestion import progress as ingest_progress
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.ingestion.documents import DEFAULT_MAX_FILE_BYTES
 from forum_atlas.ingestion.preparation import BatchInFlight, CommitLog
-from forum_atlas.ingestion.progress import ingest_watcher
 from forum_atlas.ingestion.records import DocumentOptions, FileOutcome, InputError, SourceInfo, detect_format, iter_raw
 from forum_atlas.ingestion.validation import warm_up_in_background
 from forum_atlas.runtime.task_runners import describe, in_process, parallel_slots, task_runner_from_env
@@ -135,7 +135,8 @@ def ingest(
     model = begin_load(settings, total_bytes if checked.new_bytes is None else checked.new_bytes, index_mode, options)
     embed_stats_start = embedder_stats(settings)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
-    watcher = ingest_watcher.get()
+    # through the module: a ContextVar among the flow function's globals would make it unpicklable for Dask
+    watcher = ingest_progress.ingest_watcher.get()
     if watcher:
         watcher.start(total_bytes)
 
