@@ -53,6 +53,7 @@ import numpy as np
 
 from bench.report import load_line, table
 from bench.synthetic_corpus import SyntheticCorpus
+from forum_atlas.store.documents import hnsw_build_memory_mb
 
 QUERY_COUNT = 200
 WARMUP = 10
@@ -463,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         print_size(stored, state, measured, reference, disk_sizes(db_url))
         if partial_index_s is not None:
             print(f"HNSW build over the {stored:,} stored chunks: {partial_index_s:.1f} s, maintenance_work_mem "
-                  f"{hnsw_maintenance_work_mem_mb(stored, 384)} MB (dropped again: the bulk load resumes without it)")
+                  f"{hnsw_build_memory_mb(stored, 384)} MB (dropped again: the bulk load resumes without it)")
             drop_stored_index(db_url)
     if len(results) > 1:
         print_curve(results)
@@ -474,12 +475,6 @@ STAGES = (("bm25", "BM25 top-20 (forum.bm25_search)"), ("bm25_plpgsql", "BM25, P
           ("dense_ef40", "dense HNSW top-20, ef_search 40"), ("dense", "dense HNSW top-20, ef_search 100"),
           ("hybrid", "hybrid end-to-end"), ("bm25_filtered", "BM25, 1% sector filter"),
           ("dense_filtered", "dense, 1% sector filter"), ("hybrid_filtered", "hybrid, 1% sector filter"))
-
-
-def hnsw_maintenance_work_mem_mb(vectors: int, dim: int) -> int:
-    """What store.documents.ensure_embedding_index grants the HNSW build (its SQL, in MB): twice the
-    graph's estimated size plus 64, capped at 1 GB."""
-    return min(max(2 * vectors * (4 * dim + 1024) // 2**20 + 64, 64), 1024)
 
 
 def print_ingest(size: int, state: dict) -> None:
@@ -498,7 +493,7 @@ def print_ingest(size: int, state: dict) -> None:
     print(table(["ingest phase", "chunks", "s", "chunks/s", "× floor (with index, compaction)", "BM25 trigger %", "HNSW build s", "compaction s",
                  "peak RSS MB", "RSS MB by chunks stored"], rows))
     bulk = state["phases"]["bulk"]
-    print(f"HNSW build: maintenance_work_mem {hnsw_maintenance_work_mem_mb(bulk['start'] + bulk['documents'], 384)} MB "
+    print(f"HNSW build: maintenance_work_mem {hnsw_build_memory_mb(bulk['start'] + bulk['documents'], 384)} MB "
           f"(ensure_embedding_index's grant for {bulk['start'] + bulk['documents']:,} × 384-d)"
           + (f"; a resumed build re-offered the stored batch at {state['rewrite_check']['at']:,}: "
              f"{state['rewrite_check']['documents_added']} added, {state['rewrite_check']['seconds']:.2f} s"

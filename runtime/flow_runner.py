@@ -26,6 +26,7 @@ Discipline, as for the shared Prefect API (prefect_api.py):
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -110,6 +111,7 @@ class _Files:
             yield
 
 
+@functools.cache   # one walk per process: `enabled` and `request` both name the runner
 def _code_stamp() -> str:
     """The newest modification time of the package's files: a runner never serves older code than its client's."""
     import forum_atlas
@@ -218,6 +220,7 @@ def serve(target: str, path: Path) -> None:
     listener.close()
     while state["in_flight"]:   # finish what was taken
         time.sleep(0.1)
+
 
 if __name__ == "__main__":
     serve(sys.argv[1], Path(sys.argv[2]))

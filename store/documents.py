@@ -325,18 +325,25 @@ def drop_embedding_index(db: Database, model_id: int) -> None:
         conn.execute("SELECT forum.drop_embedding_index(%s)", (model_id,))
 
 
+def hnsw_build_memory_mb(vectors: int, dim: int) -> int:
+    """The maintenance memory an HNSW build over `vectors` vectors of `dim` gets: twice the graph's estimated
+    size plus 64 MB, capped at 1 GB."""
+    return min(2 * vectors * (4 * dim + 1024) // 2**20 + 64, 1024)
+
+
 def ensure_embedding_index(db: Database, model_id: int) -> bool:
     """Build the model's HNSW index if it is missing, with maintenance memory sized to its graph: the
     graph must fit (PLATFORM: at the default 64 MB a 100k-vector build is several times slower), but a
     parallel build sets up all of the memory it is granted in shared memory first — 1 GB cost a
     10k-vector build ~0.4 s of its ~1.7 s."""
     with db.transaction() as conn:
-        conn.execute(
-            """SELECT set_config('maintenance_work_mem',
-                                 least(greatest(2 * count(e.chunk_id) * (4 * m.dim + 1024) / 1048576 + 64, 64),
-                                       1024)::bigint || 'MB', true)
+        graph = conn.execute(
+            """SELECT m.dim, count(e.chunk_id) AS vectors
                  FROM forum.embedding_models m LEFT JOIN forum.embeddings e USING (model_id)
-                WHERE m.model_id = %s GROUP BY m.dim""", (model_id,))
+                WHERE m.model_id = %s GROUP BY m.dim""", (model_id,)).fetchone()
+        if graph:
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                         (f"{hnsw_build_memory_mb(graph['vectors'], graph['dim'])}MB",))
         return conn.execute("SELECT forum.ensure_embedding_index(%s) AS built", (model_id,)).fetchone()["built"]
 
 
