@@ -59,7 +59,7 @@ def gather_evidence(params: GatherParameters, database_block: AtlasDatabase | No
                             check_crossref=params.check_crossref, retraction_watch_csv=params.retraction_watch_csv)
     ingested: dict = {}
     if params.ingest:
-        from forum_atlas.flows.ingest import ingest   # here: its import starts great-expectations' warm-up
+        from forum_atlas.flows.ingest import ingest  # here: its import starts great-expectations' warm-up
 
         with tempfile.TemporaryDirectory(prefix="atlas-evidence-") as folder:
             path = Path(folder) / "evidence.jsonl"

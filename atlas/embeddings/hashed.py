@@ -12,8 +12,8 @@ import math
 import string
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain, count
 from functools import lru_cache
+from itertools import chain, count
 
 import numpy as np
 
