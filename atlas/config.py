@@ -63,6 +63,9 @@ class Settings:
     allow_self_verification: bool = False  # let the drafting model verify its own claims (said in the brief)
     bm25_kernel: bool = True   # False (ATLAS_BM25_KERNEL=off): drop the atlas_bm25 extension, PL/pgSQL answers
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES   # ATLAS_MAX_RECORD_BYTES; larger records are refused at validation
+    # ATLAS_HNSW_BUILD_MEMORY_MB: the most maintenance_work_mem an HNSW build asks the server for. 1 GB fits
+    # a small managed server; a 1M-chunk graph needs ~5 GB to build at full speed (docs/configuration.md).
+    hnsw_build_memory_cap_mb: int = 1024
     api_keys: ProviderKeys = field(default_factory=ProviderKeys)   # from the providers block's Secret fields
 
     @property
@@ -92,4 +95,5 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         allow_self_verification=env.get("ATLAS_ALLOW_SELF_VERIFICATION", "").strip().lower() in ("1", "true", "yes"),
         bm25_kernel=env.get("ATLAS_BM25_KERNEL", "auto").strip().lower() != "off",
         max_record_bytes=int(env.get("ATLAS_MAX_RECORD_BYTES") or base.max_record_bytes),
+        hnsw_build_memory_cap_mb=int(env.get("ATLAS_HNSW_BUILD_MEMORY_MB") or base.hnsw_build_memory_cap_mb),
     )

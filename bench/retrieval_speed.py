@@ -53,6 +53,7 @@ import numpy as np
 
 from bench.report import load_line, table
 from bench.synthetic_corpus import SyntheticCorpus
+from forum_atlas.config import settings_from_env
 from forum_atlas.store.documents import hnsw_build_memory_mb
 
 QUERY_COUNT = 200
@@ -67,10 +68,27 @@ def data_dir() -> Path:
     return Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-retrieval"))
 
 
+# The bench server is sized for a 1M-chunk corpus (~15 GB on disk) as its operator would size it:
+# WAL room for bulk loads without a checkpoint every few batches, and buffers for the hot postings.
+# The embedded defaults (128 MB buffers, 1 GB WAL) are an application's, not a 1M library's.
+SERVER_SETTINGS = {"shared_buffers": "2GB", "max_wal_size": "8GB", "checkpoint_timeout": "30min"}
+
+
 def server_url() -> str:
+    import psycopg
+
     from forum_atlas.runtime import pgserver
 
-    return pgserver.embedded_url(data_dir() / "pgdata")
+    url = pgserver.embedded_url(data_dir() / "pgdata")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name, value in SERVER_SETTINGS.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        conn.execute("SELECT pg_reload_conf()")
+        restart = conn.execute("SELECT bool_or(pending_restart) FROM pg_settings").fetchone()[0]
+    if restart:
+        pgserver.stop_embedded(data_dir() / "pgdata")
+        url = pgserver.embedded_url(data_dir() / "pgdata")
+    return url
 
 
 # From 1M chunks on, the last 100k are loaded on top of the rest with the HNSW index and compacted
@@ -136,7 +154,7 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
     load resumes; the figures of its earlier parts come from `state_path`)."""
     from bench.corpus_loading import WHOLE_DOCUMENT, load
     from bench.ingest import copy_floor
-    from forum_atlas.config import Settings, settings_from_env
+    from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.ingestion.preparation import prepare
     from forum_atlas.store.db import Database
@@ -150,7 +168,7 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
     corpus = SyntheticCorpus(size)
     embedder = make_embedder("hashed")
     tail = INCREMENTAL_TAIL if size >= INCREMENTAL_FROM else 0
-    with Database.open(Settings(database_url=db_url, bm25_kernel=settings_from_env().bm25_kernel)) as db:
+    with Database.open(settings_from_env().with_overrides(database_url=db_url)) as db:
         stored = stored_documents(db)
         if stored and stored < size:
             # The write path's own skip, at this size: the last stored batch offered again adds nothing.
@@ -190,13 +208,12 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
 
 def index_stored(db_url: str) -> float:
     """The HNSW index over an unfinished corpus (`--stored`), as a finished load builds it; seconds."""
-    from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.store.db import Database
     from forum_atlas.store.documents import ensure_embedding_index, register_embedder
 
     embedder = make_embedder("hashed")
-    with Database.open(Settings(database_url=db_url)) as db:
+    with Database.open(settings_from_env().with_overrides(database_url=db_url)) as db:
         start = time.perf_counter()
         ensure_embedding_index(db, register_embedder(db, embedder.name, embedder.engine, embedder.version,
                                                      embedder.dim)["model_id"])
@@ -229,7 +246,7 @@ def existing_size(url: str, name: str) -> int:
 def bring_schema_current(db_url: str):
     """Pending migrations, the native BM25 kernel and posting compaction, on a corpus built by an
     earlier run (a no-op on one this run built)."""
-    from forum_atlas.config import Settings, settings_from_env
+    from forum_atlas.config import Settings
     from forum_atlas.store.db import Database
     from forum_atlas.store.documents import compact_bm25_postings
 
@@ -463,8 +480,9 @@ def main(argv: list[str] | None = None) -> int:
         results[stored] = measured
         print_size(stored, state, measured, reference, disk_sizes(db_url))
         if partial_index_s is not None:
+            granted = hnsw_build_memory_mb(stored, 384, settings_from_env().hnsw_build_memory_cap_mb)
             print(f"HNSW build over the {stored:,} stored chunks: {partial_index_s:.1f} s, maintenance_work_mem "
-                  f"{hnsw_build_memory_mb(stored, 384)} MB (dropped again: the bulk load resumes without it)")
+                  f"{granted} MB (dropped again: the bulk load resumes without it)")
             drop_stored_index(db_url)
     if len(results) > 1:
         print_curve(results)
@@ -493,7 +511,8 @@ def print_ingest(size: int, state: dict) -> None:
     print(table(["ingest phase", "chunks", "s", "chunks/s", "× floor (with index, compaction)", "BM25 trigger %", "HNSW build s", "compaction s",
                  "peak RSS MB", "RSS MB by chunks stored"], rows))
     bulk = state["phases"]["bulk"]
-    print(f"HNSW build: maintenance_work_mem {hnsw_build_memory_mb(bulk['start'] + bulk['documents'], 384)} MB "
+    granted = hnsw_build_memory_mb(bulk["start"] + bulk["documents"], 384, settings_from_env().hnsw_build_memory_cap_mb)
+    print(f"HNSW build: maintenance_work_mem {granted} MB "
           f"(ensure_embedding_index's grant for {bulk['start'] + bulk['documents']:,} × 384-d)"
           + (f"; a resumed build re-offered the stored batch at {state['rewrite_check']['at']:,}: "
              f"{state['rewrite_check']['documents_added']} added, {state['rewrite_check']['seconds']:.2f} s"

@@ -325,10 +325,11 @@ def drop_embedding_index(db: Database, model_id: int) -> None:
         conn.execute("SELECT forum.drop_embedding_index(%s)", (model_id,))
 
 
-def hnsw_build_memory_mb(vectors: int, dim: int) -> int:
+def hnsw_build_memory_mb(vectors: int, dim: int, cap_mb: int = 1024) -> int:
     """The maintenance memory an HNSW build over `vectors` vectors of `dim` gets: twice the graph's estimated
-    size plus 64 MB, capped at 1 GB."""
-    return min(2 * vectors * (4 * dim + 1024) // 2**20 + 64, 1024)
+    size plus 64 MB, at most `cap_mb` (Settings.hnsw_build_memory_cap_mb). Past the cap pgvector builds the
+    rest of the graph on disk, several times slower."""
+    return min(2 * vectors * (4 * dim + 1024) // 2**20 + 64, cap_mb)
 
 
 def ensure_embedding_index(db: Database, model_id: int) -> bool:
@@ -342,8 +343,8 @@ def ensure_embedding_index(db: Database, model_id: int) -> bool:
                  FROM forum.embedding_models m LEFT JOIN forum.embeddings e USING (model_id)
                 WHERE m.model_id = %s GROUP BY m.dim""", (model_id,)).fetchone()
         if graph:
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
-                         (f"{hnsw_build_memory_mb(graph['vectors'], graph['dim'])}MB",))
+            memory_mb = hnsw_build_memory_mb(graph["vectors"], graph["dim"], db.settings.hnsw_build_memory_cap_mb)
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory_mb}MB",))
         return conn.execute("SELECT forum.ensure_embedding_index(%s) AS built", (model_id,)).fetchone()["built"]
 
 
