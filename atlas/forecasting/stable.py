@@ -40,7 +40,7 @@ import numpy as np
 from forum_atlas.forecasting.adaptive import (
     PROBABILITY_FLOOR,
     AdaptiveHistory,
-    AdaptiveRule,
+    LastStepRule,
     RuleAnswer,
     held_out_gate_passed,
 )
@@ -48,7 +48,6 @@ from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import (
     DRIFT_GATE_Z,
     MIN_RECORD_CHANGES,
-    PERIODS_PER_YEAR,
     RECORD_HALF_LIFE_YEARS,
     SeriesView,
     held_out_record,
@@ -150,25 +149,14 @@ class Stability:
         return RuleAnswer(answer.base_rate, [*answer.drivers, driver], steps)
 
 
-class StableRule:
+class StableRule(LastStepRule):
     """Rule v6 on one series: `rule(i, question)` answers as of row i, from rows up to i only (v4's history of
     the last change question asked, and its stability step, are kept)."""
 
     def __init__(self, view: SeriesView, frequency: str):
-        self.adaptive = AdaptiveRule(view, frequency)
-        self.periods_per_year = PERIODS_PER_YEAR.get(frequency, 12.0)
-        self._stability: tuple[AdaptiveHistory, Stability] | None = None
-
-    def stability(self, history: AdaptiveHistory, comparator: str, required: float) -> Stability:
-        if self._stability is None or self._stability[0] is not history:
-            satisfied = satisfied_changes(self.adaptive.view.values, history.horizon, comparator, required)
-            self._stability = history, Stability.of(history, satisfied, self.periods_per_year)
-        return self._stability[1]
-
-    def __call__(self, i: int, question: BoundQuestion) -> RuleAnswer:
-        history, last_index, required = self.adaptive.history(i, question)
-        return self.stability(history, question.comparator, required).answer(
-            last_index, history.answer(last_index, question, required))
+        super().__init__(view, frequency, lambda history, comparator, required, values, periods_per_year:
+                         Stability.of(history, satisfied_changes(values, history.horizon, comparator, required),
+                                      periods_per_year))
 
 
 def stable_answer(observations: Sequence[Observation], question: BoundQuestion, frequency: str) -> RuleAnswer:
