@@ -45,6 +45,28 @@ shared cells. If no rule meets (a), v4 stays. It keeps v4: every widening with a
 raises DGS10 7d's ECE above v3's by more than 0.005, and the 1-SE gate misses one unseen-period
 target more than v4.
 
+Fifth pass (issue 27): rule v6 (`atlas/forecasting/stacked.py`): the convex combination of w, 0.5 and p4
+with the least Brier on earlier origins (half-life 5 years, ridge toward w of 4 independent changes'
+worth against the record's size in independent changes, i.e. decayed origins / h), gated against p4 at
+1 SE; beside it the same ungated, gated at v4's 0.25 SE and at 2 SE, with half-lives 3 and 15 years, and
+with a ridge of 16 changes. `choose` reads them as the fourth pass. Ungated, stacking loses skill vs the
+base rate in 6 shared cells (where v4 equals w, weight moved to 0.5 or p4 on few independent changes
+costs more than it gains); gated below 1 SE it raises the ECE of 2 to 3 shared cells above v3's; at 1 SE
+it ties v4 on both counts and on the unseen-period targets (11 missed each), with a lower mean skill, so
+`choose` keeps v4; above 1 SE it is v4 (it almost never turns on). (An earlier exploration, not kept in
+code: half-lives 3–15 years × ridges 4 and 16 × gates 0.5–2 SE; a fixed shrink toward w or 0.5 by
+n/(n + k) with n the record's independent changes, k 10–100; a walk-forward bias correction of p4. None
+missed fewer than 11 unseen-period targets or met (a) with a higher mean skill.)
+
+Sixth pass (issue 27): rule v6 (`atlas/forecasting/stable.py`): v4's probability moved by as much as the
+whole-history rate's departure from 0.5 shrinks once its standard error counts each 5-year block of the
+history as one draw of a regime (d²/(d² + se²) of it kept), gated against p4 at v4's 0.25 SE; beside it
+the same ungated, gated at 1 SE, and with blocks of 3 and 10 years. `choose` reads them as the fourth
+pass, and picks v6: one unseen-period target fewer missed than v4 (10 of 24), the same shared cells
+losing skill and over v3's ECE, and no larger shared ECE. (Explored before it, not kept in code: the
+positive-part James–Stein factor max(0, 1 − se²/d²) instead, and the move applied to log-odds instead of
+the probability: neither missed fewer targets, and each lost skill or calibration in more shared cells.)
+
 A last section states what v4's record said at the cut itself (the last origin before 2015, outcomes
 published by then only), which bounds what any rule chosen before the cut could have done there.
 
@@ -82,8 +104,11 @@ from forum_atlas.forecasting.drivers import (
     held_out_record,
     held_out_sums,
     logit,
+    satisfied_changes,
     sigmoid,
 )
+from forum_atlas.forecasting.stable import Stability
+from forum_atlas.forecasting.stacked import Stacking
 from forum_atlas.forecasting.widened import TEMPERATURES as V5_TEMPERATURES
 from forum_atlas.forecasting.widened import Widening
 from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
@@ -117,6 +142,30 @@ def widening_variants(history: AdaptiveHistory, periods_per_year: float) -> dict
             "T <= 2, gate 0 SE": widened(V5_TEMPERATURES, 0.0),
             "T <= 2, gate 0.5 SE": widened(V5_TEMPERATURES, 0.5),
             "T <= 2, gate 1 SE": widened(V5_TEMPERATURES, 1.0)}
+
+
+def stacking_variants(history: AdaptiveHistory, periods_per_year: float) -> dict[str, np.ndarray]:
+    """The fifth pass's rules at every row: v4, v6's stacking, and its variants (half-life, ridge, gate)."""
+    def stacking(**variant) -> Stacking:
+        return Stacking.of(history.probability, history.candidates[0], history.outcome, history.usable,
+                           history.horizon, periods_per_year, **variant)
+
+    v6 = stacking()
+    return {"v4": history.probability, "v6 (half-life 5, ridge 4, gate 1 SE)": v6.probability,
+            "ungated": v6.stacked, "gate 0.25 SE (v4's)": stacking(gate_z=0.25).probability,
+            "gate 2 SE": stacking(gate_z=2.0).probability,
+            "half-life 3": stacking(half_life=3.0).probability, "half-life 15": stacking(half_life=15.0).probability,
+            "ridge 16": stacking(prior=16.0).probability}
+
+
+def stability_variants(history: AdaptiveHistory, satisfied: np.ndarray, periods_per_year: float
+                       ) -> dict[str, np.ndarray]:
+    """The sixth pass's rules at every row: v4, v6's stability step, and its variants (blocks, gate)."""
+    v6 = Stability.of(history, satisfied, periods_per_year)
+    return {"v4": history.probability, "v6 (5-year blocks, gate 0.25 SE)": v6.probability, "ungated": v6.moved,
+            "gate 1 SE": Stability.of(history, satisfied, periods_per_year, gate_z=1.0).probability,
+            **{f"{years:g}-year blocks": Stability.of(history, satisfied, periods_per_year,
+                                                     block_years=years).probability for years in (3.0, 10.0)}}
 
 
 @dataclass
@@ -285,7 +334,7 @@ Passes = dict[str, tuple[list[str], dict[str, Tally]]]
 
 def evaluate(cells: Iterable[tuple[str, SeriesSource, str, int]]) -> tuple[Passes, list[tuple]]:
     """Each pass's table rows and tallies, and DGS10's record at the cut, from `cells` cut at CUT first."""
-    passes: Passes = {"fallbacks": ([], {}), "widening": ([], {})}
+    passes: Passes = {"fallbacks": ([], {}), "widening": ([], {}), "stacking": ([], {}), "stability": ([], {})}
     cut_rows = []
     for label, series, horizon, h in cells:
         series = before_cut(series)  # from here on nothing dated from the cut on exists
@@ -303,7 +352,10 @@ def evaluate(cells: Iterable[tuple[str, SeriesSource, str, int]]) -> tuple[Passe
         windows = list(_windows(label, dates, values, h, usable, daily))
         for (rows, tallies), rules in (
                 (passes["fallbacks"], fallback_rules(history, outcome, usable, periods_per_year)),
-                (passes["widening"], widening_variants(history, periods_per_year))):
+                (passes["widening"], widening_variants(history, periods_per_year)),
+                (passes["stacking"], stacking_variants(history, periods_per_year)),
+                (passes["stability"], stability_variants(history, satisfied_changes(values, h, ">", 0.0),
+                                                         periods_per_year))):
             for check, kind, origins in windows:
                 shown = []
                 v3_ece = _scores(v3[origins], history.candidates[0][origins], outcome[origins])[2]
@@ -320,6 +372,10 @@ def main() -> None:
     _print_pass("Second and third passes: fallbacks on v4.", *passes["fallbacks"])
     _print_pass("Fourth pass: v5's widening against its variants.", *passes["widening"])
     print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['widening'][1])}\n")
+    _print_pass("Fifth pass: v6's stacking of w, 0.5 and v4 against its variants.", *passes["stacking"])
+    print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['stacking'][1])}\n")
+    _print_pass("Sixth pass: v6's stability step against its variants.", *passes["stability"])
+    print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['stability'][1])}\n")
     print("DGS10 at the cut: v4's held-out record against the whole-history rate w (15-year half-life, outcomes "
           "published by then), and the least-squares slope of (outcome − w) on (p4 − w) over it.\n")
     print("| horizon | as of | record: gain ± SE (independent changes) | z | passes v4's gate (0.25 SE) | "

@@ -1,26 +1,27 @@
 """Forecast skill of the lane's driver rule: `python -m bench.forecast_skill [--daily-every 5] [--timing-origins 1000]`.
 
 1. Rolling-origin backtest (atlas.forecasting.backtest) of the lane's rule (v4) beside the rule it
-   replaced (v3, the reference of issue 27's targets) and issue 27's fourth-pass candidate (v5, not
-   adopted: atlas/forecasting/widened.py) on every series file in ../shared/data/series/ that issue 11
-   names — CPIAUCSL and UNRATE (2026-03 download), FEDFUNDS (2025-04), DGS10 (daily, 1962–2021) and
-   two columns of the quarterly statsmodels macro table (realgdp, unemp) — at a short, a medium and a long horizon,
-   question "higher after h periods than at the origin" (`>`), seed 0. One row per file × horizon:
-   n (of v4), unresolvable, Brier of each rule, of the whole-history base rate alone, of p = 0.5 and
-   of the best fixed rolling window chosen in hindsight; skill against each; ECE (10 bins) per rule
-   and of the base rate, and the ECE each rule's forecasts would show if perfectly calibrated (its
-   noise floor at that n); skill and ECE over the last third of the origins (of v4). Targets (issue 27),
-   on v4 and v5: skill vs base rate >= 0; ECE <= 0.05 where n >= 1,000; ECE no worse than v3's by > 0.005.
+   replaced (v3, the reference of issue 27's targets) and issue 27's fourth- and sixth-pass candidates
+   (v5 and v6, not adopted: atlas/forecasting/widened.py, stable.py) on every series file in
+   ../shared/data/series/ that issue 11 names — CPIAUCSL and UNRATE (2026-03 download), FEDFUNDS (2025-04),
+   DGS10 (daily, 1962–2021) and two columns of the quarterly statsmodels macro table (realgdp, unemp) — at
+   a short, a medium and a long horizon, question "higher after h periods than at the origin" (`>`), seed 0.
+   One row per file × horizon: n (of v4), unresolvable, Brier of each rule, of the whole-history base
+   rate alone, of p = 0.5 and of the best fixed rolling window chosen in hindsight; skill against each;
+   ECE (10 bins) per rule and of the base rate, and the ECE each rule's forecasts would show if perfectly
+   calibrated (its noise floor at that n); skill and ECE over the last third of the origins (of v4).
+   Targets (issue 27), on v4 to v6: skill vs base rate >= 0; ECE <= 0.05 where n >= 1,000; ECE no worse
+   than v3's by > 0.005.
 2. DGS10 over its regimes before the cut (1965–81 rise, 1982–99 decline after it, 2000–14), the rules
    at 7d, 30d and 1q, against the issue's targets for unseen periods (skill vs base rate >= 0, vs 0.5
-   >= -0.005, ECE <= 0.05), on v4 and v5.
+   >= -0.005, ECE <= 0.05), on v4 to v6.
 3. Held-out check, the only section that reports the period from the cut (2015-01-01) on by itself
-   (section 1's whole-file cells include it, as the issue's shared table does): v4 and v5 before the
+   (section 1's whole-file cells include it, as the issue's shared table does): v4 to v6 before the
    cut and from it, every published observation an origin. The constants were chosen by
    bench.forecast_fallback, which truncates every series before the cut before computing anything.
    Target from the cut on where n >= 1,000: skill vs base rate >= 0, vs 0.5 >= -0.005 and ECE <= 0.05
    (the issue's held-out target is the first and the last; vs 0.5 is its target for unseen periods).
-4. Time of a 1,000-origin backtest on DGS10 (30d): median of 3 runs of v5, v4, v3 and v1 (wall clock,
+4. Time of a 1,000-origin backtest on DGS10 (30d): median of 3 runs of v6, v5, v4, v3 and v1 (wall clock,
    and the CPU time this process used, which other work on the machine does not inflate), v1 as the
    reference measured in the same run (target <= 10 s for the lane's v4); the load average is printed with it.
 """
@@ -48,9 +49,9 @@ FILES = [  # (file, column of a year/quarter table, horizons short/medium/long)
 ]
 
 
-COMPARED = ("v3", "v4", "v5")  # oldest first: issue 27's targets compare with v3
+COMPARED = ("v3", "v4", "v5", "v6")  # oldest first: issue 27's targets compare with v3
 LANE = "v4"  # the lane's rule: the single-rule columns are its
-CHECKED = COMPARED[1:]  # the rules checked against the targets (v5: the candidate not adopted)
+CHECKED = COMPARED[1:]  # the rules checked against the targets (v5, v6: the candidates not adopted)
 CUT = date(2015, 1, 1)
 REGIMES = [(date(1965, 1, 1), date(1982, 1, 1)), (date(1982, 1, 1), date(2000, 1, 1)), (date(2000, 1, 1), CUT)]
 

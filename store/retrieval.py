@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -253,6 +254,10 @@ def candidate_chunks(conn: psycopg.Connection, fused: StageResult, options: Retr
     return chunk_texts(conn, [c.chunk_id for c in fused.candidates[:options.rerank_candidates]])
 
 
+# The BM25 legs of plain (not task-run) retrievals; shared by every Retriever in the process.
+_LEG_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25-leg")
+
+
 @dataclass(frozen=True)
 class Retriever:
     """The pipeline's stages as plain calls on one database, query embedder and reranker."""
@@ -280,7 +285,11 @@ class Retriever:
             return dense(conn, self.embedder, request.query, request.options)
 
     def legs(self, request: Request) -> tuple[StageResult, StageResult]:
-        return self.bm25(request), self.dense(request)
+        # At once, on two connections: each leg mostly waits on its server backend, so the pair costs
+        # the slower leg, not the sum (as the task runner's concurrent legs do in a flow).
+        lexical = _LEG_THREADS.submit(self.bm25, request)
+        semantic = self.dense(request)
+        return lexical.result(), semantic
 
     def fuse(self, lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
         return stages.fuse(lexical, semantic, request.options)

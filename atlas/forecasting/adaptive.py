@@ -43,9 +43,9 @@ run, and the 0.5 candidate and the equal weights were chosen on backtests of ori
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -332,6 +332,30 @@ class AdaptiveRule:
     def __call__(self, i: int, question: BoundQuestion) -> RuleAnswer:
         history, last_index, required = self.history(i, question)
         return history.answer(last_index, question, required)
+
+
+class LastStep(Protocol):
+    def answer(self, i: int, answer: RuleAnswer) -> RuleAnswer: ...
+
+
+class LastStepRule:
+    """Rule v4 followed by one last step on its history (v5's widening, v6's stability): `rule(i, question)`
+    answers as of row i, from rows up to i only. `step(history, comparator, required, values, periods per
+    year)` computes the step at every row of a question's history, once per history, as v4 does."""
+
+    def __init__(self, view: SeriesView, frequency: str,
+                 step: Callable[[AdaptiveHistory, str, float, np.ndarray, float], LastStep]):
+        self.adaptive = AdaptiveRule(view, frequency)
+        self.periods_per_year = PERIODS_PER_YEAR.get(frequency, 12.0)
+        self.step = step
+        self._last: tuple[AdaptiveHistory, LastStep] | None = None
+
+    def __call__(self, i: int, question: BoundQuestion) -> RuleAnswer:
+        history, last_index, required = self.adaptive.history(i, question)
+        if self._last is None or self._last[0] is not history:
+            self._last = history, self.step(history, question.comparator, required, self.adaptive.view.values,
+                                            self.periods_per_year)
+        return self._last[1].answer(last_index, history.answer(last_index, question, required))
 
 
 def adaptive_answer(observations: Sequence[Observation], question: BoundQuestion, frequency: str) -> RuleAnswer:

@@ -50,6 +50,7 @@ from forum_atlas.forecasting.drivers import (
 )
 from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.montecarlo import ForecastInputError
+from forum_atlas.forecasting.stable import STABLE_RULE_VERSION, StableRule
 from forum_atlas.forecasting.widened import WIDENED_RULE_VERSION, WidenedRule
 from forum_atlas.scoring.metrics import (
     REPORT_BINS,
@@ -71,9 +72,10 @@ def _per_origin(rule):
 
 
 # --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
-# (base rate, drivers, …)). v4 (the lane's), v5 (issue 27's candidate, not adopted) and v3 read a history computed
-# once per question shape, each row from rows up to it only.
-RULES = {"v5": (WIDENED_RULE_VERSION, WidenedRule), "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
+# (base rate, drivers, …)). v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted) and v3 read a history
+# computed once per question shape, each row from rows up to it only.
+RULES = {"v6": (STABLE_RULE_VERSION, StableRule), "v5": (WIDENED_RULE_VERSION, WidenedRule),
+         "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
          "v3": (RULE_VERSION, DriftRule),
          "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
          "v1": (LEGACY_RULE_VERSION, _per_origin(lambda view, question, _: legacy_drivers_for(view, question)))}
@@ -149,8 +151,8 @@ class BacktestRow:
     base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
     window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
-    basis: str | None = None  # v4, v5: the base-rate candidates the forecast rested on
-    rule_probability: float | None = None  # v4, v5: its probability before Monte-Carlo sampling
+    basis: str | None = None  # v4 to v6: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4 to v6: its probability before Monte-Carlo sampling
 
 
 @dataclass

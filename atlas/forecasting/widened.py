@@ -25,12 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forum_atlas.forecasting.adaptive import AdaptiveHistory, AdaptiveRule, RuleAnswer, held_out_gate_passed
+from forum_atlas.forecasting.adaptive import LastStepRule, RuleAnswer, held_out_gate_passed
 from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import (
     DRIFT_GATE_Z,
     MIN_RECORD_CHANGES,
-    PERIODS_PER_YEAR,
     RECORD_HALF_LIFE_YEARS,
     SeriesView,
     held_out_record,
@@ -97,24 +96,14 @@ class Widening:
         return RuleAnswer(answer.base_rate, [*answer.drivers, driver], steps)
 
 
-class WidenedRule:
+class WidenedRule(LastStepRule):
     """Rule v5 on one series: `rule(i, question)` answers as of row i, from rows up to i only (v4's
     history of the last change question asked, and its widening, are kept)."""
 
     def __init__(self, view: SeriesView, frequency: str):
-        self.adaptive = AdaptiveRule(view, frequency)
-        self.periods_per_year = PERIODS_PER_YEAR.get(frequency, 12.0)
-        self._widening: tuple[AdaptiveHistory, Widening] | None = None
-
-    def widening(self, history: AdaptiveHistory) -> Widening:
-        if self._widening is None or self._widening[0] is not history:
-            self._widening = history, Widening.of(history.probability, history.outcome, history.usable,
-                                                  history.horizon, self.periods_per_year)
-        return self._widening[1]
-
-    def __call__(self, i: int, question: BoundQuestion) -> RuleAnswer:
-        history, last_index, required = self.adaptive.history(i, question)
-        return self.widening(history).answer(last_index, history.answer(last_index, question, required))
+        super().__init__(view, frequency, lambda history, _comparator, _required, _values, periods_per_year:
+                         Widening.of(history.probability, history.outcome, history.usable, history.horizon,
+                                     periods_per_year))
 
 
 def widened_answer(observations: Sequence[Observation], question: BoundQuestion, frequency: str) -> RuleAnswer:

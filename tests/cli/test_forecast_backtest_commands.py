@@ -25,6 +25,10 @@ def test_backtest_prints_the_same_numbers_twice_without_prefect(database_url, tm
     # issue 27: three references, the last third of the origins and the ECE bin table
     assert all(k in out.stdout for k in ("skill_vs_half", "skill_vs_hindsight_window", "last_third_ece", "ECE bin"))
     assert (tmp_path / "reliability.png").exists() and json.loads((tmp_path / "backtest.json").read_text())["rows"]
+    v6 = run_cli_without_prefect(database_url, tmp_path, "forecast", "backtest", unrate, "--horizon", "3",
+                                 "--every", "4", "--rule", "v6", "--json")
+    assert v6.returncode == 0, v6.stderr
+    assert json.loads(v6.stdout)["rule"] == "series-stable-base-rate-v6"  # issue 27's candidate, on request
 
 
 def test_backtest_of_a_stored_series_and_of_an_unknown_id(db, database_url, tmp_path, shared_data):

@@ -6,12 +6,13 @@ import uuid
 import psycopg
 import pytest
 
+from forum_atlas.config import settings_from_env
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.ingestion.preparation import prepare
 from forum_atlas.ingestion.records import Record, SourceInfo
 from forum_atlas.store.db import record_event, verify_events
-from forum_atlas.store.documents import known_versions, write_batch
+from forum_atlas.store.documents import hnsw_build_memory_mb, known_versions, write_batch
 
 SOURCE = SourceInfo("Gazette", 5, 4, "OGL-3.0", "https://gazette.example", "energy")
 EMBEDDER = HashedEmbedder(dim=64)
@@ -213,3 +214,13 @@ def test_offset_check_across_its_255_character_blocks(db, word):
         bad.documents[0].chunks[0] = dataclasses.replace(first, chunk=dataclasses.replace(first.chunk, **change))
         with pytest.raises(psycopg.errors.CheckViolation, match="does not match its document at its offsets"):
             write_batch(db, [shifted], bad)
+
+
+def test_hnsw_build_memory_grows_with_the_graph_up_to_the_configured_cap():
+    assert hnsw_build_memory_mb(0, 384) == 64
+    assert hnsw_build_memory_mb(100_000, 384) == 552
+    # 1M vectors want ~4.9 GB; the default cap (a small managed server's) grants 1 GB, a raised one all of it.
+    assert hnsw_build_memory_mb(1_000_000, 384) == 1024
+    cap = settings_from_env({"ATLAS_HNSW_BUILD_MEMORY_MB": "6144"}).hnsw_build_memory_cap_mb
+    assert hnsw_build_memory_mb(1_000_000, 384, cap) == 4946
+    assert settings_from_env({}).hnsw_build_memory_cap_mb == 1024

@@ -38,7 +38,7 @@ def _with_value(source: SeriesSource, when: date, value: float) -> SeriesSource:
     return replace(source, view=SeriesView(source.view.dates, values))
 
 
-@pytest.mark.parametrize("rule", ["v5", "v4", "v3", "v2", "v1"])
+@pytest.mark.parametrize("rule", ["v6", "v5", "v4", "v3", "v2", "v1"])
 def test_a_planted_future_value_changes_nothing_before_its_date(unrate, rule):
     spec = BacktestSpec(horizon=3, rule=rule)
     planted = date(2020, 6, 1)
