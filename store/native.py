@@ -48,11 +48,15 @@ from forum_atlas.runtime.pgserver import is_bundled_bindir
 
 log = logging.getLogger(__name__)
 
-SIGNATURE = ("forum.bm25_native_top_k(text[], double precision[], integer, double precision, "
-             "double precision, double precision, bigint[])")
+SIGNATURE = ("forum.bm25_native_top_k(text[], double precision[], double precision[], integer[], integer, "
+             "double precision, double precision, double precision, bigint[])")
+# What atlas_bm25 1.0, and the builder before the extension, defined (no bounds, no pruning).
+UNPRUNED_SIGNATURE = ("forum.bm25_native_top_k(text[], double precision[], integer, double precision, "
+                      "double precision, double precision, bigint[])")
 PLPGSQL = "PL/pgSQL MaxScore"
 DISABLED = "disabled by ATLAS_BM25_KERNEL=off"
 FIRST_OPEN = "first open"
+OUTDATED_ON_OPEN = "outdated on open"
 INSTALL_KERNEL = "install-kernel"
 TURNED_OFF = "ATLAS_BM25_KERNEL=off"
 _LOCK_KEY = 0x466F72756E  # next to the migrations' lock ("Forum" + 1)
@@ -112,7 +116,7 @@ def _pre_extension_function(conn: psycopg.Connection) -> bool:
          WHERE p.oid = to_regprocedure(%s)
            AND NOT EXISTS (SELECT 1 FROM pg_depend d
                             WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')""",
-                      (SIGNATURE,)))
+                      (UNPRUNED_SIGNATURE,)))
 
 
 def _load_error(conn: psycopg.Connection) -> str:
@@ -120,7 +124,7 @@ def _load_error(conn: psycopg.Connection) -> str:
     missing, or built for another server)."""
     try:
         with conn.transaction():
-            _rows(conn, "SELECT count(*) FROM forum.bm25_native_top_k('{}', '{}', 1, 1.5, 0.75, 1, NULL)")
+            _rows(conn, "SELECT count(*) FROM forum.bm25_native_top_k('{}', '{}', '{}', '{}', 1, 1.5, 0.75, 1, NULL)")
         return ""
     except psycopg.Error as exc:
         return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -133,7 +137,7 @@ def _drop_kernel(conn: psycopg.Connection) -> list[str]:
         conn.execute(sql.SQL("DROP EXTENSION {}").format(sql.Identifier(EXTENSION)))
         notes.append(f"dropped extension {EXTENSION} {version}")
     if _pre_extension_function(conn):
-        conn.execute(f"DROP FUNCTION {SIGNATURE}")
+        conn.execute(f"DROP FUNCTION {UNPRUNED_SIGNATURE}")
         notes.append("dropped the pre-extension function forum.bm25_native_top_k")
     return notes
 
@@ -149,7 +153,7 @@ def _create_or_update(conn: psycopg.Connection, target: str, *, compiled: bool,
     """The extension at `target` in this database: (outcome, notes)."""
     notes = []
     if _pre_extension_function(conn):
-        conn.execute(f"DROP FUNCTION {SIGNATURE}")
+        conn.execute(f"DROP FUNCTION {UNPRUNED_SIGNATURE}")
         notes.append("dropped the pre-extension function forum.bm25_native_top_k")
     current = installed_version(conn)
     create = sql.SQL("CREATE EXTENSION {} VERSION {}").format(sql.Identifier(EXTENSION), sql.Literal(target))
@@ -221,6 +225,8 @@ def install_kernel(conn: psycopg.Connection, *, enabled: bool = True, force: boo
             raise RuntimeError("forum.kernel_installs is missing: apply the migrations first (atlas db migrate)")
         if trigger == FIRST_OPEN and not _ledger_empty(conn):
             return describe(conn)  # another process installed it while this one waited for the lock
+        if trigger == OUTDATED_ON_OPEN and not _outdated(conn):
+            return describe(conn)  # another process updated it while this one waited for the lock
         source = read_sources(sources)
         if enabled:
             status = _install(conn, source, force=force)
@@ -307,17 +313,19 @@ def describe(conn: psycopg.Connection, *, enabled: bool = True) -> KernelStatus:
         return KernelStatus(current, f"{DISABLED}, but the kernel is still installed (a superuser's open drops it)",
                             version=version)
     if current != PLPGSQL:
+        if version is None:
+            return KernelStatus(current, "a build from before the atlas_bm25 extension, which the search no longer "
+                                         "calls (the PL/pgSQL search answers): `atlas db install-kernel` replaces it",
+                                version=version)
         problem = _load_error(conn)
+        available = available_version()
+        if available and available != version:
+            serving = " (the search needs it: the PL/pgSQL search answers meanwhile)" if problem else ""
+            return KernelStatus(current, f"atlas_bm25 {available} is available{serving}: `atlas db install-kernel` "
+                                         "updates it", version=version)
         if problem:
             return KernelStatus(current, f"its library does not load ({problem}); the PL/pgSQL search answers "
                                          "until `atlas db install-kernel` rebuilds it", version=version)
-        if version is None:
-            return KernelStatus(current, "a build from before the atlas_bm25 extension: `atlas db install-kernel` "
-                                         "replaces it", version=version)
-        available = available_version()
-        if available and available != version:
-            return KernelStatus(current, f"atlas_bm25 {available} is available: `atlas db install-kernel` "
-                                         "updates it", version=version)
         return KernelStatus(current, version=version)
     _, unavailable = toolchain(_server(conn))
     if unavailable:
@@ -333,21 +341,29 @@ def describe(conn: psycopg.Connection, *, enabled: bool = True) -> KernelStatus:
     return KernelStatus(current, "no C kernel installed: `atlas db install-kernel` builds and installs it")
 
 
+def _outdated(conn: psycopg.Connection) -> bool:
+    """A kernel is installed, but not the version these sources ship (whose signature the search calls)."""
+    version = installed_version(conn)
+    return (version is not None and version != available_version()) or _pre_extension_function(conn)
+
+
 def on_open(conn: psycopg.Connection, *, enabled: bool = True, embedded: bool = False) -> KernelStatus:
-    """What `Database.open` does after the migrations: drop the kernel if ATLAS_BM25_KERNEL=off; install
-    it once on the first open of an embedded database (nothing in the ledger yet); else only report.
-    Compiles nothing except on that first open, and then only if this installation lacks the build."""
+    """What `Database.open` does after the migrations: drop the kernel if ATLAS_BM25_KERNEL=off; on an
+    embedded database, install it once on the first open (nothing in the ledger yet), and update a kernel
+    older than these sources (the search would not call it); else only report. Compiles nothing except
+    then, and only if this installation lacks the build."""
     if not enabled:
         if engine(conn) == PLPGSQL:
             return KernelStatus(PLPGSQL, DISABLED)
         return install_kernel(conn, enabled=False, trigger=TURNED_OFF)
-    if _ledger_empty(conn) and (embedded or _is_bundled_server(conn)):
+    trigger = FIRST_OPEN if _ledger_empty(conn) else OUTDATED_ON_OPEN if _outdated(conn) else None
+    if trigger and (embedded or _is_bundled_server(conn)):
         try:
-            status = install_kernel(conn, trigger=FIRST_OPEN)
+            status = install_kernel(conn, trigger=trigger)
         except (KernelBuildError, OSError, psycopg.Error) as exc:  # the database opens regardless
             log.warning("the automatic install of the BM25 kernel failed: %s", exc)
             return KernelStatus(engine(conn), f"the automatic install failed: {exc}; see `atlas db install-kernel`")
-        log.info("BM25 kernel, first open: %s %s (%s, %.1f s)%s", status.action or "nothing done", status.version or "",
+        log.info("BM25 kernel, %s: %s %s (%s, %.1f s)%s", trigger, status.action or "nothing done", status.version or "",
                  "compiled" if status.compiled else "nothing compiled", status.seconds,
                  f": {status.reason}" if status.reason else "")
         return status

@@ -186,6 +186,8 @@ DECLARE
   avgdl double precision;
   terms text[];
   weights double precision[];
+  bounds double precision[];
+  dfs integer[];
   allowed bigint[];
 BEGIN
   IF forum.bm25_engine() = 'PL/pgSQL MaxScore' THEN
@@ -198,23 +200,27 @@ BEGIN
   -- avgdl as 010 computes it: NULL for an empty corpus (nothing to search), 1 if every chunk is empty.
   SELECT CASE WHEN s.token_total = 0 THEN 1 ELSE s.token_total::double precision / s.chunk_count END
     INTO avgdl FROM forum.bm25_stats s WHERE s.chunk_count > 0;
-  -- Each query term's weight: its repeat count times rank_bm25's idf.
-  SELECT array_agg(q.term ORDER BY q.term), array_agg(q.qtf * i.idf ORDER BY q.term) INTO terms, weights
-    FROM forum.bm25_query_terms(p_query) q
-    JOIN forum.bm25_idf(ARRAY(SELECT t.term FROM forum.bm25_query_terms(p_query) t), p_epsilon) i USING (term);
-  IF avgdl IS NULL OR terms IS NULL THEN
-    RETURN;  -- empty corpus, or no query term occurs in it
+  IF avgdl IS NULL THEN
+    RETURN;  -- empty corpus
+  END IF;
+  -- The kernel reads the terms, and sums each chunk's contributions, in this order (the PL/pgSQL
+  -- search's): decreasing bound, so that it can stop before the common terms' long posting lists.
+  SELECT w.terms, w.weights, w.bounds, w.dfs INTO terms, weights, bounds, dfs
+    FROM forum.bm25_query_weights(p_query, avgdl, p_k1, p_b, p_epsilon) w;
+  IF terms IS NULL THEN
+    RETURN;  -- no query term occurs in the corpus
   END IF;
   IF p_sectors IS NOT NULL OR p_after IS NOT NULL OR p_before IS NOT NULL THEN
     allowed := forum.filtered_chunk_ids(p_sectors, p_after, p_before);
   END IF;
   RETURN QUERY
   SELECT n.chunk_id, n.score, n.ord::integer
-    FROM forum.bm25_native_top_k(terms, weights, p_k, p_k1, p_b, avgdl, allowed)
+    FROM forum.bm25_native_top_k(terms, weights, bounds, dfs, p_k, p_k1, p_b, avgdl, allowed)
          WITH ORDINALITY AS n(chunk_id, score, ord);
-EXCEPTION WHEN undefined_file THEN
-  -- The kernel's library is missing (the server now runs from another installation, say): the
-  -- portable search answers until store/native.py installs the kernel again.
+EXCEPTION WHEN undefined_file OR undefined_function THEN
+  -- The kernel's library is missing (the server now runs from another installation, say), or the
+  -- installed kernel is older than this search (atlas_bm25 1.0 took no bounds): the portable search
+  -- answers until store/native.py installs the current kernel.
   RETURN QUERY SELECT * FROM forum.bm25_search_maxscore(p_query, p_k, p_sectors, p_after, p_before, p_k1, p_b, p_epsilon);
 END $$;
 
@@ -275,6 +281,21 @@ RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl))
 $$;
 
+-- The query's terms that occur in the corpus, in the order both searches read them (decreasing bound, then
+-- term): weight = qtf * idf; bound = weight * the term's largest possible saturated tf (its largest tf in
+-- its shortest chunk), the most it can add to any chunk's score; df = its postings.
+CREATE OR REPLACE FUNCTION forum.bm25_query_weights(
+  p_query text, p_avgdl double precision, p_k1 double precision, p_b double precision, p_epsilon double precision)
+RETURNS TABLE (terms text[], weights double precision[], bounds double precision[], dfs integer[])
+LANGUAGE sql STABLE AS $$
+  WITH q AS (SELECT * FROM forum.bm25_query_terms(p_query))
+  SELECT array_agg(x.term ORDER BY x.bound DESC, x.term), array_agg(x.weight ORDER BY x.bound DESC, x.term),
+         array_agg(x.bound ORDER BY x.bound DESC, x.term), array_agg(x.df ORDER BY x.bound DESC, x.term)
+    FROM (SELECT i.term, i.df, q.qtf * i.idf AS weight,
+                 q.qtf * i.idf * forum.bm25_term_score(i.max_tf, i.min_doc_len, p_avgdl, p_k1, p_b) AS bound
+            FROM q JOIN forum.bm25_idf(ARRAY(SELECT q.term FROM q), p_epsilon) i USING (term)) x
+$$;
+
 -- Exact top-k with MaxScore pruning (Turtle & Flood, 1995): terms are read in decreasing order of their best
 -- possible contribution; once the k-th best partial score exceeds the sum of the unread terms' bounds, the
 -- chunks that can still reach the top k are completed from the forward index or the unread postings.
@@ -314,15 +335,9 @@ BEGIN
     avgdl := 1;  -- every chunk is empty: no term can match, avoid a division by zero
   END IF;
 
-  -- weight = qtf * idf; bound = weight * the term's largest possible saturated tf.
-  WITH q AS (SELECT * FROM forum.bm25_query_terms(p_query))
-  SELECT array_agg(x.term ORDER BY x.bound DESC, x.term), array_agg(x.weight ORDER BY x.bound DESC, x.term),
-         array_agg(x.bound ORDER BY x.bound DESC, x.term), array_agg(x.df ORDER BY x.bound DESC, x.term),
-         bool_and(x.weight >= 0)
+  SELECT w.terms, w.weights, w.bounds, w.dfs, (SELECT bool_and(x >= 0) FROM unnest(w.weights) x)
     INTO q_terms, q_weights, q_bounds, q_dfs, monotone
-    FROM (SELECT i.term, i.df, q.qtf * i.idf AS weight,
-                 q.qtf * i.idf * forum.bm25_term_score(i.max_tf, i.min_doc_len, avgdl, p_k1, p_b) AS bound
-            FROM q JOIN forum.bm25_idf(ARRAY(SELECT q.term FROM q), p_epsilon) i USING (term)) x;
+    FROM forum.bm25_query_weights(p_query, avgdl, p_k1, p_b, p_epsilon) w;
   n_terms := coalesce(cardinality(q_terms), 0);
   IF n_terms = 0 THEN
     RETURN;  -- no query term occurs in the corpus

@@ -87,7 +87,8 @@ def test_the_kernel_is_the_extension_installed_and_reported(corpus):
         config = server_config(conn)
         assert (Path(config["PKGLIBDIR"]) / "atlas_bm25.so").is_file()
         assert (Path(config["SHAREDIR"]) / "extension" / "atlas_bm25.control").is_file()
-        assert (Path(config["SHAREDIR"]) / "extension" / f"atlas_bm25--{VERSION}.sql").is_file()
+        for script in kernel_build.read_sources().scripts:  # install and update scripts
+            assert (Path(config["SHAREDIR"]) / "extension" / script.name).is_file()
         assert ledger(conn)[-1]["outcome"] in ("installed", "kept", "rebuilt")  # the test template's install
         assert native.describe(conn) == native.KernelStatus(KERNEL, version=VERSION)
     info = corpus.status()
@@ -350,10 +351,11 @@ def test_install_replaces_a_pre_extension_build_and_removes_its_libraries(privat
         # What the builder before the extension left: a hashed library and a function outside any extension.
         shutil.copy(libdir / "atlas_bm25.so", libdir / "atlas_bm25_0123456789abcdef.so")
         conn.execute("DROP EXTENSION atlas_bm25")
-        conn.execute(f"""CREATE FUNCTION {native.SIGNATURE} RETURNS TABLE (chunk_id bigint, score double precision)
+        conn.execute(f"""CREATE FUNCTION {native.UNPRUNED_SIGNATURE} RETURNS TABLE (chunk_id bigint, score double precision)
                          AS '$libdir/atlas_bm25_0123456789abcdef', 'atlas_bm25_top_k' LANGUAGE C STABLE""")
         assert native.engine(conn) == "C kernel atlas_bm25_0123456789abcdef"
         assert "before the atlas_bm25 extension" in native.describe(conn).reason
+        assert_same_rows(ranking(conn, "insulin resistance protein"), expected)  # the search does not call it
         status = native.install_kernel(conn)
         assert (status.engine, status.action, status.compiled) == (KERNEL, "installed", False)
         assert "dropped the pre-extension function forum.bm25_native_top_k" in status.notes
@@ -362,15 +364,17 @@ def test_install_replaces_a_pre_extension_build_and_removes_its_libraries(privat
         assert_same_rows(ranking(conn, "insulin resistance protein"), expected)
 
 
-def _throwaway_version(tmp_path: Path, version: str = "1.1") -> Path:
+NEWER = "9.9"  # a throwaway version after the shipped one
+
+
+def _throwaway_version(tmp_path: Path, version: str = NEWER) -> Path:
     folder = tmp_path / f"atlas_bm25-{version}"
     shutil.copytree(kernel_build.source_dir(), folder)
     control = folder / "atlas_bm25.control"
     control.write_text(re.sub(r"default_version = '[^']+'", f"default_version = '{version}'", control.read_text()))
     (folder / f"atlas_bm25--{VERSION}--{version}.sql").write_text(
         f"\\echo Use \"ALTER EXTENSION atlas_bm25 UPDATE TO '{version}'\" to load this file. \\quit\n"
-        f"COMMENT ON FUNCTION @extschema@.bm25_native_top_k(text[], double precision[], integer, double precision,\n"
-        f"  double precision, double precision, bigint[]) IS 'atlas_bm25 {version} (test)';\n")
+        f"COMMENT ON FUNCTION @extschema@.{native.SIGNATURE.removeprefix('forum.')} IS 'atlas_bm25 {version} (test)';\n")
     return folder
 
 
@@ -383,24 +387,50 @@ def test_an_older_version_is_updated_through_its_update_script(private_db, priva
         assert native.install_kernel(conn).version == VERSION
         status = native.install_kernel(conn, sources=newer)
         assert (status.engine, status.action, status.version, status.compiled) == (
-            "C kernel atlas_bm25_1.1", "updated", "1.1", True)
-        assert any(n.startswith("ALTER EXTENSION atlas_bm25 UPDATE TO '1.1'") for n in status.notes)
-        assert conn.execute(comment, (native.SIGNATURE,)).fetchone()[0] == "atlas_bm25 1.1 (test)"
+            f"C kernel atlas_bm25_{NEWER}", "updated", NEWER, True)
+        assert any(n.startswith(f"ALTER EXTENSION atlas_bm25 UPDATE TO '{NEWER}'") for n in status.notes)
+        assert conn.execute(comment, (native.SIGNATURE,)).fetchone()[0] == f"atlas_bm25 {NEWER} (test)"
         assert_same_rows(ranking(conn, "insulin cells"), expected)
         assert native.install_kernel(conn, sources=newer).action == "kept"
-        # These sources ship 1.0 only: status says so; installing goes back (no path from 1.1 to 1.0).
-        assert native.describe(conn).reason == "atlas_bm25 1.0 is available: `atlas db install-kernel` updates it"
+        # These sources ship VERSION: status says so; installing goes back (no path from NEWER to VERSION).
+        assert native.describe(conn).reason == f"atlas_bm25 {VERSION} is available: `atlas db install-kernel` updates it"
         status = native.install_kernel(conn)
         assert (status.action, status.version, status.engine) == ("reinstalled", VERSION, KERNEL)
         assert_same_rows(ranking(conn, "insulin cells"), expected)
-    # A database without the extension gets 1.1 directly (1.0's script, then the update script).
+    # A database without the extension gets NEWER directly (VERSION's script, then the update script).
     fresh = _fresh_database(private_server[0], template="template0")
     with psycopg.connect(fresh, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION vector")
         migrations.apply_pending(conn)
         status = native.install_kernel(conn, sources=newer)
-        assert (status.action, status.version) == ("installed", "1.1")
-        assert conn.execute(comment, (native.SIGNATURE,)).fetchone()[0] == "atlas_bm25 1.1 (test)"
+        assert (status.action, status.version) == ("installed", NEWER)
+        assert conn.execute(comment, (native.SIGNATURE,)).fetchone()[0] == f"atlas_bm25 {NEWER} (test)"
+
+
+def test_a_database_with_the_unpruned_kernel_answers_and_its_next_open_updates_it(private_db):
+    """atlas_bm25 1.0 (no bounds, no pruning) installed by an older checkout: the search answers through
+    PL/pgSQL with the same rows, status says so, and the next open of an embedded database updates it."""
+    url, _ = private_db
+    assert VERSION != "1.0"
+    with psycopg.connect(url, autocommit=True) as conn:
+        expected = plpgsql_ranking(conn, "insulin resistance protein")
+        native.install_kernel(conn)  # the current library, whose 1.0 entry point the old function names
+        conn.execute("DROP EXTENSION atlas_bm25")
+        conn.execute("CREATE EXTENSION atlas_bm25 VERSION '1.0'")
+        unpruned = conn.execute("SELECT n.chunk_id, n.score FROM forum.bm25_stats s, forum.bm25_query_weights("
+                                "'insulin resistance protein', s.token_total::float8 / s.chunk_count, 1.5, 0.75, 0.25) w,"
+                                " forum.bm25_native_top_k(w.terms, w.weights, 10, 1.5, 0.75,"
+                                " s.token_total::float8 / s.chunk_count, NULL) n").fetchall()
+        assert [r[0] for r in unpruned] == [r[0] for r in expected]
+        assert native.engine(conn) == "C kernel atlas_bm25_1.0"
+        assert_same_rows(ranking(conn, "insulin resistance protein"), expected)
+        assert native.describe(conn).reason == (f"atlas_bm25 {VERSION} is available (the search needs it: the PL/pgSQL "
+                                                "search answers meanwhile): `atlas db install-kernel` updates it")
+        status = native.on_open(conn, embedded=True)
+        assert (status.engine, status.action, status.version) == (KERNEL, "updated", VERSION)
+        assert (ledger(conn)[-1]["trigger"], ledger(conn)[-1]["outcome"]) == (native.OUTDATED_ON_OPEN, "updated")
+        assert_same_rows(ranking(conn, "insulin resistance protein"), expected)
+        assert native.on_open(conn, embedded=True) == native.KernelStatus(KERNEL, version=VERSION)
 
 
 def test_a_vanished_library_is_served_by_plpgsql_until_it_is_rebuilt(private_db):
