@@ -6,12 +6,13 @@
     python -m bench.retrieval_speed --sizes 1000000 --reuse --build-only   # build/resume only
     python -m bench.retrieval_speed --sizes 1000000 --stored  # measure what an unfinished build stored
 
-How long it takes here (2 cores, nice -n 19, load 3-7 from other work; quiet is ~2x faster):
-10k build ~35 s (ingest 22 s, HNSW 4 s, posting compaction 8 s); 100k ~11 min (ingest 7.5 min at
-~220 chunks/s, HNSW 1.5 min, compaction 2.3 min); measuring 10k ~40 s, 100k ~1.5 min (of which
-rank_bm25 ~20 s). 1M: the write path ran at 550 chunks/s alone and 170-250/s beside other loads
-(first 335k in 24 min), so the bulk 900k takes ~30 min quiet to ~75 min loaded, plus the HNSW
-build, compaction and the incremental last 100k; not finished in one session yet, see --stored.
+How long it takes here (2 cores, 23 GB; 2026-12-02, nice -n 19 beside other work at load 1-7):
+10k build ~20 s (ingest 13 s, HNSW 2 s, compaction 4 s); 100k ~5.5 min (ingest 4.2 min at ~400 chunks/s,
+HNSW 40 s, compaction 41 s); 1M ~72 min: bulk 900k 31 min (480 chunks/s), HNSW 11 min (set
+ATLAS_HNSW_BUILD_MEMORY_MB=6144: the default 1 GB cap builds the graph on disk, several times slower),
+compaction 11 min, the incremental last 100k 13 min (128 chunks/s under load), its compaction 1 min and
+floor 1 min. Measuring: 10k and 100k ~1.5 min together, 1M ~12 min (rank_bm25 ~4 min and +5 GB RSS).
+Disk: ~22 GB at 1M. The server is sized in SERVER_SETTINGS (restarted once to apply them).
 
 Corpora: `bench.synthetic_corpus` (Zipfian vocabulary with a SciFact-like document-frequency
 profile), ingested through the real write path with the hashed embedder, HNSW built at the end.
