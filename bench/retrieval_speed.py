@@ -89,8 +89,12 @@ def server_url() -> str:
         conn.execute("SELECT pg_reload_conf()")
         restart = conn.execute("SELECT bool_or(pending_restart) FROM pg_settings").fetchone()[0]
     if restart:
+        # Skipped (returns False) while another process uses the server: the settings then wait for its stop.
         pgserver.stop_embedded(data_dir() / "pgdata")
         url = pgserver.embedded_url(data_dir() / "pgdata")
+    with psycopg.connect(url) as conn:
+        now = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in SERVER_SETTINGS}
+    print("bench server: " + ", ".join(f"{k} {v}" for k, v in now.items()), flush=True)
     return url
 
 
