@@ -435,8 +435,6 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
     worker = stack.pids["worker"]
     _kill_with_descendants(worker)
     killed_at = time.monotonic()
-    committed = stored()
-    assert 0 < committed < 3000, committed
 
     # its heartbeats stopped: the automation sets it Crashed within CRASH_AFTER_S (+ the server's 5 s evaluation
     # period, + slack for this loaded machine) of the kill
@@ -445,6 +443,10 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
             and time.monotonic() < deadline:
         time.sleep(1)
     crashed_after = time.monotonic() - killed_at
+    # Counted now, not at the kill: a COMMIT the killed run had already sent completes in its server backend
+    # (a CI run saw one more batch land just after the kill).
+    committed = stored()
+    assert 0 < committed < 3000, committed
     with capsys.disabled():   # the figure the README's bound is checked against (`pytest -s` shows it)
         print(f"\nCrashed {crashed_after:.0f} s after the kill ({committed} documents committed before it)")
     assert state["state_type"] == "CRASHED", state["state"]
