@@ -45,7 +45,7 @@ shared cells. If no rule meets (a), v4 stays. It keeps v4: every widening with a
 raises DGS10 7d's ECE above v3's by more than 0.005, and the 1-SE gate misses one unseen-period
 target more than v4.
 
-Fifth pass (issue 27): rule v6 (`atlas/forecasting/stacked.py`): the convex combination of w, 0.5 and p4
+Fifth pass (issue 27): stacking (`bench/forecast_stacking.py`): the convex combination of w, 0.5 and p4
 with the least Brier on earlier origins (half-life 5 years, ridge toward w of 4 independent changes'
 worth against the record's size in independent changes, i.e. decayed origins / h), gated against p4 at
 1 SE; beside it the same ungated, gated at v4's 0.25 SE and at 2 SE, with half-lives 3 and 15 years, and
@@ -87,6 +87,7 @@ from datetime import date
 import numpy as np
 
 from bench.forecast_skill import CUT, REGIMES, _cells
+from bench.forecast_stacking import Stacking
 from forum_atlas.forecasting.adaptive import (
     AdaptiveHistory,
     gated_recalibration,
@@ -108,7 +109,6 @@ from forum_atlas.forecasting.drivers import (
     sigmoid,
 )
 from forum_atlas.forecasting.stable import Stability
-from forum_atlas.forecasting.stacked import Stacking
 from forum_atlas.forecasting.widened import TEMPERATURES as V5_TEMPERATURES
 from forum_atlas.forecasting.widened import Widening
 from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forum_atlas.forecasting.stacked import Stacking, _simplex_least_squares
+from bench.forecast_stacking import Stacking, _simplex_least_squares
 
 
 def test_the_simplex_least_squares_is_the_best_point_of_the_triangle():
