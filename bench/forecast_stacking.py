@@ -2,8 +2,8 @@
 
 Rule v4 (forum_atlas.forecasting.adaptive) is scored against two references, the whole-history base
 rate w and a constant 0.5, and on periods it has not seen it must beat the first and not lose to the
-second. This step on v4's probability p4 aims at both, decided at every origin from earlier origins only (outcomes published by
-then), as v4's steps:
+second. This step on v4's probability p4 aims at both, decided at every origin from earlier origins
+only (outcomes published by then), as v4's steps:
 
 - stacking: p = a_w·w + a_half·0.5 + a_4·p4 with a ≥ 0, Σa = 1, the weights with the least Brier on the
   earlier origins (half-life STACK_HALF_LIFE_YEARS). Brier is a squared error, so this is a least-squares
