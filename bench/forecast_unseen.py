@@ -1,0 +1,136 @@
+"""Issue 27's targets for unseen periods, on series nobody here chose anything on: `python -m bench.forecast_unseen`.
+
+Issue 27 says the rules will be checked "on series periods you do not have", at 7d, 30d and 1q: skill vs
+the whole-history base rate >= 0, vs a constant 0.5 >= -0.005, ECE <= 0.05. Every period of the shared
+files has shaped some choice by now (DGS10 from 2015 included), so this bench reads other real series:
+the data files the `arch` package ships (`pip install arch`; read as files, arch itself is never imported)
+— S&P 500 and NASDAQ adjusted closes (daily, 1999–2018), WTI crude (daily, FRED DCOILWTICO, 1986–2019)
+and Moody's AAA and BAA yields (monthly, 1919–2018). The protocol was written down before any rule saw
+them (2026-12-02): question "higher after h than at the origin", every origin; daily series in 7-year
+blocks from 7 years after their first row, at 7d, 30d and 1q; monthly in 20-year blocks from 1939, at 30d
+(1 month) and 1q; rules v3, v4 (the lane's), v5 and v6; no rule or constant is changed on what it shows.
+
+1. Each block × horizon: skill vs base rate, vs 0.5 and ECE of each rule, and the targets.
+2. The ceiling for the lane's kind of rule: in each daily cell, which of the rates v4 chooses among (the
+   whole history, 0.5, the shrunk rolling windows of 1, 2, 5 and 10 years) meets the targets when it
+   alone is published; a cell none of them meets is out of reach of any choice among them, even one made
+   in hindsight. Tallied per horizon beside the rules' own counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import importlib.util
+import io
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from bench.forecast_skill import COMPARED, LANE, _side_by_side, unseen_period_target
+from forum_atlas.forecasting.backtest import BacktestSpec, SeriesSource, horizon_periods, run_backtest
+from forum_atlas.forecasting.drivers import SeriesView
+from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
+from forum_atlas.series.parsing import infer_frequency
+
+# (name, file under arch/data, column, horizons, block years, first block: a year, or None for 7 years in)
+SERIES = [
+    ("S&P 500", "sp500/sp500.csv.gz", "Adj Close", ("7d", "30d", "1q"), 7, None),
+    ("NASDAQ", "nasdaq/nasdaq.csv.gz", "Adj Close", ("7d", "30d", "1q"), 7, None),
+    ("WTI", "wti/wti.csv.gz", "DCOILWTICO", ("7d", "30d", "1q"), 7, None),
+    ("AAA", "default/default.csv.gz", "AAA", ("30d", "1q"), 20, 1939),
+    ("BAA", "default/default.csv.gz", "BAA", ("30d", "1q"), 20, 1939),
+]
+CANDIDATES = ("whole history", "0.5", "1 y", "2 y", "5 y", "10 y")  # the order of `_candidate_rates`
+
+
+def arch_data_dir() -> Path:
+    spec = importlib.util.find_spec("arch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("bench.forecast_unseen reads the data files of the `arch` package: pip install arch")
+    return Path(spec.submodule_search_locations[0]) / "data"
+
+
+def read_gz_series(path: Path, column: str, name: str) -> SeriesSource:
+    """One column of a gzipped `Date,...` CSV (dates M/D/YYYY), rows without a value skipped."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        rows = [(datetime.strptime(row["Date"], "%m/%d/%Y").date(), row[column].strip())
+                for row in csv.DictReader(io.StringIO(handle.read()))]
+    kept = [(day, float(value)) for day, value in rows if value not in ("", ".")]
+    view = SeriesView(np.array([day for day, _ in kept], dtype="datetime64[D]"),
+                      np.array([value for _, value in kept], dtype=np.float64))
+    return SeriesSource(name, infer_frequency(view.dates), view, f"arch data {path.parent.name}/{path.name} {column}")
+
+
+def blocks(series: SeriesSource, years: int, first_year: int | None) -> Iterator[tuple[date, date]]:
+    """Consecutive `years`-year blocks of origins [start, end), the last cut at the file's end."""
+    last = series.view.dates[-1].astype(date)
+    start = date(first_year or series.view.dates[0].astype(date).year + 7, 1, 1)
+    while start <= last:
+        end = date(start.year + years, 1, 1)
+        yield start, min(end, last + timedelta(days=1))
+        start = end
+
+
+def _cells(data_dir: Path) -> Iterator[tuple[SeriesSource, date, date, str, int]]:
+    for name, file, column, horizons, years, first_year in SERIES:
+        series = read_gz_series(data_dir / file, column, name)
+        for start, end in blocks(series, years, first_year):
+            for horizon in horizons:
+                yield series, start, end, horizon, horizon_periods(horizon, series.frequency)
+
+
+def candidate_passes(base_rate: np.ndarray, window_rates: np.ndarray, outcome: np.ndarray) -> list[bool]:
+    """For each of CANDIDATES published alone at every origin: does it meet the unseen-period targets?"""
+    brier_base, brier_half = np.mean((base_rate - outcome) ** 2), np.mean((0.5 - outcome) ** 2)
+    passes = []
+    for rate in (base_rate, np.full(len(outcome), 0.5), *window_rates.T):
+        brier = float(np.mean((rate - outcome) ** 2))
+        ece = expected_calibration_error(accuracy_metrics(rate, outcome, bins=REPORT_BINS).decomposition)
+        passes.append(skill(brier, brier_base) >= 0 and skill(brier, brier_half) >= -0.005 and ece <= 0.05)
+    return passes
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    data_dir = arch_data_dir()
+    arrow = " → ".join(COMPARED)
+    print(f"| series | origins from | to | horizon | n | skill vs base rate {arrow} | skill vs 0.5 {arrow} | "
+          f"ECE {arrow} | ECE if calibrated ({LANE}) | {' | '.join(f'targets, {rule}' for rule in COMPARED)} | "
+          f"candidates meeting them ({', '.join(CANDIDATES)}) |\n|" + "---|" * (10 + len(COMPARED)), flush=True)
+    met: Counter[tuple[str, str]] = Counter()
+    cells: Counter[str] = Counter()
+    for series, start, end, horizon, h in _cells(data_dir):
+        spec = BacktestSpec(horizon=h, start=start, end=end - timedelta(days=1))
+        results = {rule: run_backtest(series, replace(spec, rule=rule)) for rule in COMPARED}
+        runs = {rule: result.metrics for rule, result in results.items()}
+        rows = [row for row in results[COMPARED[0]].rows if row.outcome is not None]
+        outcome = np.array([row.outcome for row in rows], dtype=np.float64)
+        candidates = candidate_passes(np.array([row.base_rate for row in rows]),
+                                      np.array([row.window_rates for row in rows]), outcome)
+        targets = {rule: unseen_period_target(m, 0) for rule, m in runs.items()}
+        if series.frequency == "daily":
+            cells[horizon] += 1
+            met.update((rule, horizon) for rule, verdict in targets.items() if verdict == "PASS")
+            met[("any candidate", horizon)] += any(candidates)
+        print(f"| {series.series_id} | {start} | {end - timedelta(days=1)} | {horizon} ({h}) | {runs[LANE]['n']} | "
+              f"{_side_by_side(runs, 'skill_vs_base_rate', '+.4f')} | {_side_by_side(runs, 'skill_vs_half', '+.4f')} | "
+              f"{_side_by_side(runs, 'ece', '.4f')} | {runs[LANE]['ece_if_calibrated']:.4f} | "
+              f"{' | '.join(targets.values())} | {' '.join('yes' if ok else '—' for ok in candidates)} |", flush=True)
+    horizons = list(cells)
+    print(f"\nDaily cells meeting every unseen-period target, per horizon ({', '.join(horizons)}):\n\n"
+          f"| rule | {' | '.join(horizons)} | all |\n|---|" + "---|" * (len(horizons) + 1))
+    for who in (*COMPARED, "any candidate"):
+        counts = [met[(who, horizon)] for horizon in horizons]
+        label = "any candidate, chosen per cell in hindsight" if who == "any candidate" else who
+        print(f"| {label} | {' | '.join(f'{c} of {cells[hz]}' for c, hz in zip(counts, horizons))} | "
+              f"{sum(counts)} of {sum(cells.values())} |")
+
+
+if __name__ == "__main__":
+    main()

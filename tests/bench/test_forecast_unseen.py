@@ -1,0 +1,41 @@
+"""bench.forecast_unseen reads the arch package's data files as they are shipped, cuts its blocks as its
+protocol says, and judges each candidate rate by the unseen-period targets."""
+
+import gzip
+from datetime import date
+
+import numpy as np
+
+from bench.forecast_unseen import CANDIDATES, blocks, candidate_passes, read_gz_series
+
+
+def _write(path, text):
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def test_a_shipped_csv_is_read_by_its_column_and_rows_without_a_value_are_skipped(tmp_path):
+    path = _write(tmp_path / "wti.csv.gz", "Date,DCOILWTICO\n1/2/1986,25.56\n1/3/1986,.\n1/6/1986,26\n1/7/1986,\n"
+                                          "1/8/1986,25.87\n")
+    series = read_gz_series(path, "DCOILWTICO", "WTI")
+    assert series.view.dates.astype(date).tolist() == [date(1986, 1, 2), date(1986, 1, 6), date(1986, 1, 8)]
+    assert series.view.values.tolist() == [25.56, 26.0, 25.87]
+    assert series.frequency == "daily"
+
+
+def test_blocks_start_seven_years_in_unless_told_and_the_last_ends_with_the_file(tmp_path):
+    rows = "".join(f"{m}/1/{y},{y}\n" for y in range(1986, 2004) for m in range(1, 13))
+    series = read_gz_series(_write(tmp_path / "m.csv.gz", "Date,x\n" + rows), "x", "x")
+    assert list(blocks(series, 7, None)) == [(date(1993, 1, 1), date(2000, 1, 1)), (date(2000, 1, 1), date(2003, 12, 2))]
+    assert list(blocks(series, 20, 1990)) == [(date(1990, 1, 1), date(2003, 12, 2))]
+
+
+def test_each_candidate_is_judged_by_skill_against_both_references_and_its_ece():
+    outcome = np.array([1.0] * 70 + [0.0] * 30)
+    base_rate = np.full(100, 0.55)               # Brier worse than a 0.7 window, better than 0.5
+    windows = np.column_stack([np.full(100, p) for p in (0.7, 0.45, 0.95, 0.6)])
+    passes = dict(zip(CANDIDATES, candidate_passes(base_rate, windows, outcome)))
+    # the whole history: skill 0, but 0.15 off the observed 0.7 (ECE); 0.5 loses to it; 0.7 meets all three;
+    # 0.45 loses to the whole history; 0.95 loses to 0.5; 0.6 beats both references and is 0.1 off
+    assert passes == {"whole history": False, "0.5": False, "1 y": True, "2 y": False, "5 y": False, "10 y": False}
