@@ -15,6 +15,10 @@ blocks from 7 years after their first row, at 7d, 30d and 1q; monthly in 20-year
    whole history, 0.5, the shrunk rolling windows of 1, 2, 5 and 10 years) meets the targets when it
    alone is published; a cell none of them meets is out of reach of any choice among them, even one made
    in hindsight. Tallied per horizon beside the rules' own counts.
+3. The targets' noise at these horizons: how often a forecaster that knows the true probability exactly
+   (0.5, on a driftless Gaussian random walk) shows ECE > 0.05, or loses to a base rate 0.02 off the truth,
+   over a block of daily origins the length of a 7-year block and of DGS10's held-out period. Overlapping
+   outcomes share their path, so a block holds about n / h independent ones.
 """
 
 from __future__ import annotations
@@ -33,7 +37,13 @@ from pathlib import Path
 import numpy as np
 
 from bench.forecast_skill import COMPARED, LANE, _side_by_side, unseen_period_target
-from forum_atlas.forecasting.backtest import BacktestSpec, SeriesSource, horizon_periods, run_backtest
+from forum_atlas.forecasting.backtest import (
+    BacktestSpec,
+    SeriesSource,
+    calibrated_outcomes,
+    horizon_periods,
+    run_backtest,
+)
 from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
 from forum_atlas.series.parsing import infer_frequency
@@ -46,7 +56,10 @@ SERIES = [
     ("AAA", "default/default.csv.gz", "AAA", ("30d", "1q"), 20, 1939),
     ("BAA", "default/default.csv.gz", "BAA", ("30d", "1q"), 20, 1939),
 ]
-CANDIDATES = ("whole history", "0.5", "1 y", "2 y", "5 y", "10 y")  # the order of `_candidate_rates`
+CANDIDATES = ("whole history", "0.5", "1 y", "2 y", "5 y", "10 y")  # the order of `candidate_passes`
+ECE_TARGET = 0.05
+BLOCK_ORIGINS = {"7-year block": 1827, "DGS10 from 2015 (held out)": 1400}  # daily origins (261 a year)
+BASE_RATE_OFFSET = 0.02  # a whole-history rate this far off the truth (ties alone take DGS10's 7d rate ~0.03 below)
 
 
 def arch_data_dir() -> Path:
@@ -92,12 +105,38 @@ def candidate_passes(base_rate: np.ndarray, window_rates: np.ndarray, outcome: n
     for rate in (base_rate, np.full(len(outcome), 0.5), *window_rates.T):
         brier = float(np.mean((rate - outcome) ** 2))
         ece = expected_calibration_error(accuracy_metrics(rate, outcome, bins=REPORT_BINS).decomposition)
-        passes.append(skill(brier, brier_base) >= 0 and skill(brier, brier_half) >= -0.005 and ece <= 0.05)
+        passes.append(skill(brier, brier_base) >= 0 and skill(brier, brier_half) >= -0.005 and ece <= ECE_TARGET)
     return passes
 
 
+
+def exact_forecaster_shares(horizon: int, origins: int, draws: int) -> np.ndarray:
+    """The share of yes among `origins` consecutive origins at `horizon`, in each of `draws` blocks whose
+    outcomes are exactly as likely as 0.5 says (the backtest's `calibrated_outcomes`: a shared random walk)."""
+    return calibrated_outcomes(np.full(origins, 0.5), np.arange(origins), horizon, draws).mean(axis=1)
+
+
+def exact_forecaster_misses(shares: np.ndarray, base_rate_offset: float) -> tuple[float, float]:
+    """How often the forecaster that says the true 0.5 shows ECE > ECE_TARGET (one bin: |share - 0.5|), and how
+    often it loses to a base rate `base_rate_offset` below 0.5 (Brier: when the share falls below their midpoint)."""
+    return (float(np.mean(np.abs(shares - 0.5) > ECE_TARGET)),
+            float(np.mean(shares < 0.5 - base_rate_offset / 2)))
+
+
+def print_ece_noise(horizons: dict[str, int], draws: int) -> None:
+    print(f"\nThe forecaster that knows the true probability (0.5, driftless random walk, {draws:,} simulated blocks): "
+          f"share of blocks with ECE > {ECE_TARGET} / losing to a base rate {BASE_RATE_OFFSET} below 0.5\n\n"
+          f"| block | origins | {' | '.join(horizons)} |\n|---|---|" + "---|" * len(horizons))
+    for label, origins in BLOCK_ORIGINS.items():
+        misses = [exact_forecaster_misses(exact_forecaster_shares(h, origins, draws), BASE_RATE_OFFSET)
+                  for h in horizons.values()]
+        print(f"| {label} | {origins:,} | {' | '.join(f'{ece:.0%} / {loses:.0%}' for ece, loses in misses)} |")
+
+
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=2000, help="simulated blocks per cell of section 3")
+    args = parser.parse_args()
     data_dir = arch_data_dir()
     arrow = " → ".join(COMPARED)
     print(f"| series | origins from | to | horizon | n | skill vs base rate {arrow} | skill vs 0.5 {arrow} | "
@@ -105,6 +144,7 @@ def main() -> None:
           f"candidates meeting them ({', '.join(CANDIDATES)}) |\n|" + "---|" * (10 + len(COMPARED)), flush=True)
     met: Counter[tuple[str, str]] = Counter()
     cells: Counter[str] = Counter()
+    daily_periods: dict[str, int] = {}
     for series, start, end, horizon, h in _cells(data_dir):
         spec = BacktestSpec(horizon=h, start=start, end=end - timedelta(days=1))
         results = {rule: run_backtest(series, replace(spec, rule=rule)) for rule in COMPARED}
@@ -115,6 +155,7 @@ def main() -> None:
                                       np.array([row.window_rates for row in rows]), outcome)
         targets = {rule: unseen_period_target(m, 0) for rule, m in runs.items()}
         if series.frequency == "daily":
+            daily_periods[horizon] = h
             cells[horizon] += 1
             met.update((rule, horizon) for rule, verdict in targets.items() if verdict == "PASS")
             met[("any candidate", horizon)] += any(candidates)
@@ -130,6 +171,8 @@ def main() -> None:
         label = "any candidate, chosen per cell in hindsight" if who == "any candidate" else who
         print(f"| {label} | {' | '.join(f'{c} of {cells[hz]}' for c, hz in zip(counts, horizons))} | "
               f"{sum(counts)} of {sum(cells.values())} |")
+
+    print_ece_noise(daily_periods, args.draws)
 
 
 if __name__ == "__main__":

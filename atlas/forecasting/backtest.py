@@ -14,7 +14,9 @@ rate (every rule's recorded base rate), a constant 0.5, and the best fixed rolli
 hindsight (the rolling rates of `adaptive.py`, the window picked on the scored outcomes themselves,
 so no rule can choose it in advance); ECE with its bins, beside the ECE the same forecasts would show
 if they were perfectly calibrated (a few hundred origins spread over several bins show an ECE of
-several hundredths from outcome noise alone, so a small cell's ECE is read against that floor); and
+several hundredths from outcome noise alone, and origins closer than the horizon share their path, so
+~1,800 daily origins at one quarter hold ~28 independent outcomes: a cell's ECE is read against that
+floor); and
 skill and ECE over the last third of the origins alone, where a regime change is not diluted by the
 older origins.
 """
@@ -27,6 +29,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
+from statistics import NormalDist
 from time import perf_counter
 
 import numpy as np
@@ -64,6 +67,9 @@ from forum_atlas.series.parsing import infer_frequency, parse_fred_csv, parse_ye
 
 REVISIONS_NOTE = ("One vintage cannot reproduce real-time revisions: each origin sees the file's (revised) "
                   "values of its past, not what was published at the time.")
+FLOOR_NOTE = ("ece_if_calibrated is the ECE these forecasts would show if each were exactly right, origins closer "
+              "than the horizon sharing their path: the noise floor a cell's ECE is read against (daily origins at "
+              "one quarter hold about one independent outcome per quarter).")
 
 
 def _per_origin(rule):
@@ -166,7 +172,7 @@ class BacktestResult:
     skipped_origins: int                # too little history before them for the rule
     seconds: float
     metrics: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=lambda: [REVISIONS_NOTE])
+    notes: list[str] = field(default_factory=lambda: [REVISIONS_NOTE, FLOOR_NOTE])
 
     def summary(self) -> dict:
         return {"series": self.series_id, "frequency": self.frequency, "source": self.source,
@@ -226,17 +232,38 @@ def _fmt(value) -> str:
 
 
 CALIBRATED_DRAWS = 200
+_STANDARD_NORMAL = NormalDist()
 
 
-def ece_if_calibrated(probability: np.ndarray, draws: int = CALIBRATED_DRAWS, seed: int = 0) -> float:
-    """The mean ECE (10 equal-width bins, as reported) of `probability` over `draws` outcome sets drawn
-    as if each forecast were exactly right (outcome ~ Bernoulli(p)): the noise floor of the ECE at
-    these forecasts and this many origins. Seeded, so the same forecasts give the same floor. The draws
-    are independent; outcomes of overlapping horizons (origins closer than h) are not, so there the
-    true floor is higher than this one."""
-    p = np.asarray(probability, dtype=np.float64)
+def calibrated_outcomes(probability: np.ndarray, rows: np.ndarray | None = None, horizon: int = 1,
+                        draws: int = CALIBRATED_DRAWS, seed: int = 0) -> np.ndarray:
+    """`draws` outcome sets (draw × origin, bool) as if each forecast were exactly right: P(yes) = p at every
+    origin. Given each origin's row in the series and the horizon in rows, origins closer than the horizon
+    share their path as a series' changes do: origin i says yes when one Gaussian random walk's change over
+    rows [rows[i], rows[i] + horizon] lands above the quantile that gives it probability p_i (overlapping
+    changes correlate as k / h for any independent increments). Without rows, the draws are independent.
+    Seeded, so the same forecasts give the same outcomes."""
+    p = np.clip(np.asarray(probability, dtype=np.float64), 1e-12, 1 - 1e-12)
     rng = np.random.Generator(np.random.SFC64(seed))
-    outcomes = rng.random((draws, len(p))) < p
+    if rows is None:
+        return rng.random((draws, len(p))) < p
+    rows = np.asarray(rows, dtype=np.intp)
+    rows = rows - rows.min() if rows.size else rows
+    path = np.zeros((draws, int(np.max(rows, initial=0)) + horizon + 1))
+    np.cumsum(rng.standard_normal((draws, path.shape[1] - 1)), axis=1, out=path[:, 1:])
+    change = (path[:, rows + horizon] - path[:, rows]) / np.sqrt(horizon)  # N(0, 1) at each origin
+    quantile = np.array([_STANDARD_NORMAL.inv_cdf(q) for q in 1.0 - p])
+    return change > quantile
+
+
+def ece_if_calibrated(probability: np.ndarray, rows: np.ndarray | None = None, horizon: int = 1,
+                      draws: int = CALIBRATED_DRAWS, seed: int = 0) -> float:
+    """The mean ECE (10 equal-width bins, as reported) of `probability` over the outcome sets of
+    `calibrated_outcomes` (overlapping horizons sharing their path when the origins' rows are given): the
+    noise floor of the ECE at these forecasts, this many origins and this overlap. For a fixed-threshold
+    question the outcomes of nearby origins share more than their changes, so there it is a lower bound."""
+    p = np.asarray(probability, dtype=np.float64)
+    outcomes = calibrated_outcomes(p, rows, horizon, draws, seed)
     index = np.minimum((p * REPORT_BINS).astype(np.intp), REPORT_BINS - 1)
     error = np.zeros(draws)
     for b in np.unique(index):
@@ -246,10 +273,11 @@ def ece_if_calibrated(probability: np.ndarray, draws: int = CALIBRATED_DRAWS, se
 
 
 def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.ndarray,
-                  window_rates: np.ndarray) -> dict:
+                  window_rates: np.ndarray, rows: np.ndarray | None = None, horizon: int = 1) -> dict:
     """Brier of the forecasts, of the whole-history base rate alone (at each origin), of p = 0.5 and
     of the best fixed rolling window chosen in hindsight (`window_rates`: origin × window); skill
-    against the three; expected calibration error, its noise floor and the Murphy decomposition (10 bins)."""
+    against the three; expected calibration error, its noise floor (`rows`: each origin's row in the series,
+    `horizon` in rows, for the overlap) and the Murphy decomposition (10 bins)."""
     if len(outcome) == 0:
         return {"n": 0}
     metrics = accuracy_metrics(probability, outcome, fixed_base_rate=0.5, bins=REPORT_BINS)
@@ -264,7 +292,7 @@ def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.nd
         "hindsight_window": rolling_window_name(ROLLING_WINDOWS_YEARS[best]),
         "brier_hindsight_window": float(window_briers[best]),
         "skill_vs_hindsight_window": skill(metrics.brier, float(window_briers[best])),
-        "ece": expected_calibration_error(d), "ece_if_calibrated": ece_if_calibrated(probability),
+        "ece": expected_calibration_error(d), "ece_if_calibrated": ece_if_calibrated(probability, rows, horizon),
         "ece_base_rate": expected_calibration_error(
             accuracy_metrics(base_rate, outcome, bins=REPORT_BINS).decomposition),
         "observed_frequency": metrics.base_rate, "reliability": d.reliability, "resolution": d.resolution,
@@ -317,10 +345,10 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
                                 " + ".join(record[0]["base_rate_candidates"]) if record else None,
                                 record[0]["probability_before_sampling"] if record else None))
     resolved = [r for r in rows if r.outcome is not None]
-    metrics = {"unresolvable": len(rows) - len(resolved), **_row_metrics(resolved)}
+    metrics = {"unresolvable": len(rows) - len(resolved), **_row_metrics(resolved, dates, h)}
     last_third = resolved[len(resolved) * 2 // 3:]  # a regime change shows here, not diluted by the older origins
     if last_third:
-        tail = _row_metrics(last_third)
+        tail = _row_metrics(last_third, dates, h)
         metrics |= {"last_third_from": last_third[0].origin.isoformat(), "last_third_n": tail["n"],
                     **{f"last_third_{k}": tail[k] for k in ("brier", "skill_vs_base_rate", "skill_vs_half", "ece",
                                                                    "ece_if_calibrated")}}
@@ -334,7 +362,9 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
                           perf_counter() - started, metrics)
 
 
-def _row_metrics(rows: list[BacktestRow]) -> dict:
+def _row_metrics(rows: list[BacktestRow], dates: np.ndarray, horizon: int) -> dict:
+    origins = np.array([r.origin for r in rows], dtype="datetime64[D]")
     return skill_metrics(np.array([r.probability for r in rows]), np.array([r.base_rate for r in rows]),
                          np.array([r.outcome for r in rows], dtype=np.float64),
-                         np.array([r.window_rates for r in rows]).reshape(len(rows), len(ROLLING_WINDOWS_YEARS)))
+                         np.array([r.window_rates for r in rows]).reshape(len(rows), len(ROLLING_WINDOWS_YEARS)),
+                         np.searchsorted(dates, origins), horizon)

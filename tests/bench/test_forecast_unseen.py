@@ -6,7 +6,14 @@ from datetime import date
 
 import numpy as np
 
-from bench.forecast_unseen import CANDIDATES, blocks, candidate_passes, read_gz_series
+from bench.forecast_unseen import (
+    CANDIDATES,
+    blocks,
+    candidate_passes,
+    exact_forecaster_misses,
+    exact_forecaster_shares,
+    read_gz_series,
+)
 
 
 def _write(path, text):
@@ -39,3 +46,15 @@ def test_each_candidate_is_judged_by_skill_against_both_references_and_its_ece()
     # the whole history: skill 0, but 0.15 off the observed 0.7 (ECE); 0.5 loses to it; 0.7 meets all three;
     # 0.45 loses to the whole history; 0.95 loses to 0.5; 0.6 beats both references and is 0.1 off
     assert passes == {"whole history": False, "0.5": False, "1 y": True, "2 y": False, "5 y": False, "10 y": False}
+
+
+def test_overlapping_outcomes_make_even_the_exact_forecaster_miss_often():
+    # one-step outcomes are independent: 1,827 of them keep the share within 0.05 of 0.5 almost surely, yet
+    # below 0.49 (where a base rate of 0.48 scores better) about a fifth of the time (SD 0.0117, z -0.85);
+    # a quarter's outcomes overlap 65 deep, leaving ~28 independent ones, and the share strays far
+    one_step, quarter = (exact_forecaster_shares(h, 1827, draws=400) for h in (1, 65))
+    ece, loses = exact_forecaster_misses(one_step, 0.02)
+    assert ece == 0.0 and 0.12 < loses < 0.3
+    ece, loses = exact_forecaster_misses(quarter, 0.02)
+    assert 0.35 < ece < 0.75 and 0.3 < loses < 0.5
+    assert exact_forecaster_misses(np.array([0.43, 0.48, 0.495, 0.52, 0.56]), 0.02) == (0.4, 0.4)

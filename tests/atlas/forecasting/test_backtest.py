@@ -11,6 +11,7 @@ import pytest
 from forum_atlas.forecasting.backtest import (
     BacktestSpec,
     SeriesSource,
+    calibrated_outcomes,
     ece_if_calibrated,
     horizon_periods,
     read_series_file,
@@ -77,7 +78,7 @@ def test_threshold_questions_and_date_window(unrate):
 
 
 def test_metrics_report_three_references_the_last_third_ece_and_an_exact_decomposition(unrate):
-    result = run_backtest(unrate, BacktestSpec(horizon=1))
+    result = run_backtest(unrate, BacktestSpec(horizon=3))
     m, resolved = result.metrics, [r for r in result.rows if r.outcome is not None]
     assert m["skill_vs_base_rate"] == pytest.approx(1 - m["brier"] / m["brier_base_rate"])
     assert m["skill_vs_half"] == pytest.approx(1 - m["brier"] / m["brier_half"])
@@ -96,8 +97,10 @@ def test_metrics_report_three_references_the_last_third_ece_and_an_exact_decompo
                                      / m["n"])
     assert m["brier"] == pytest.approx(m["reliability"] - m["resolution"] + m["uncertainty"]
                                        + m["within_bin_variance"] - m["within_bin_covariance"])
-    assert m["ece_if_calibrated"] == ece_if_calibrated(np.array([r.probability for r in resolved]))
-    assert m["last_third_ece_if_calibrated"] == ece_if_calibrated(np.array([r.probability for r in last_third]))
+    def floor(rows):  # the origins' rows in the series, so overlapping quarters share their path
+        origins = np.array([r.origin for r in rows], dtype="datetime64[D]")
+        return ece_if_calibrated(np.array([r.probability for r in rows]), np.searchsorted(unrate.view.dates, origins), 3)
+    assert m["ece_if_calibrated"] == floor(resolved) and m["last_third_ece_if_calibrated"] == floor(last_third)
 
 
 def test_the_ece_noise_floor_is_what_calibrated_forecasts_show_and_real_miscalibration_exceeds_it():
@@ -118,6 +121,26 @@ def test_the_ece_noise_floor_is_what_calibrated_forecasts_show_and_real_miscalib
     shifted = expected_calibration_error(
         accuracy_metrics(np.clip(forecasts + 0.1, 0, 1), outcomes, bins=REPORT_BINS).decomposition)
     assert calibrated < 2 * ece_if_calibrated(forecasts) < shifted
+
+
+def test_the_floor_counts_overlapping_horizons_as_the_shared_path_they_are():
+    p = np.random.default_rng(3).uniform(0.05, 0.95, 300)
+    outcomes = calibrated_outcomes(p, np.arange(300), horizon=21, draws=4000)
+    assert np.abs(outcomes.mean(axis=0) - p).max() < 0.03  # each origin still says yes with its probability
+    # a day apart, 21-day changes share 20 of their 21 steps and their outcomes agree far more often than
+    # independent ones would; 21 days apart they share none
+    def agreement(o):
+        return (o[:, :-1] == o[:, 1:]).mean()
+    independent = agreement(calibrated_outcomes(p, draws=4000))
+    assert agreement(outcomes) > independent + 0.1
+    assert agreement(calibrated_outcomes(p, np.arange(300) * 21, horizon=21, draws=4000)) == pytest.approx(
+        independent, abs=0.01)
+    # 1,827 daily origins at one quarter hold ~28 independent outcomes: the floor is several times the naive one
+    n = 1827
+    naive, overlapping = ece_if_calibrated(np.full(n, 0.5)), ece_if_calibrated(np.full(n, 0.5), np.arange(n), 65)
+    assert overlapping > 5 * naive
+    assert overlapping == pytest.approx(np.sqrt(2 * 0.25 / (np.pi * 28)), rel=0.35)
+    assert ece_if_calibrated(np.full(n, 0.5), np.arange(n) * 65, 65) == pytest.approx(naive, rel=0.25)
 
 
 def test_daily_horizons_count_business_days_and_holidays_stay_missing(dgs10):
