@@ -65,9 +65,17 @@ def _relevant_sentences(question: str, passages: tuple[Passage, ...]) -> list[tu
     return [(-c[0], c[3], c[4]) for c in best]
 
 
+def _bearing_statement(labels: list[str], topic: str) -> str:
+    if len(labels) == 1:
+        return (f"{labels[0]} bears on {topic}; that it answers the question as asked is the panel's inference, "
+                "not a finding the source states.")
+    return (f"Read together, {', '.join(labels)} bear on {topic}; that they answer the question as asked is the "
+            "panel's inference, not a finding stated by any one source.")
+
+
 class OfflineDeliberationEngine:
     name = "offline-extractive"
-    version = "sentences-v1"
+    version = "sentences-v2"  # v2: the closing [INFERRED] statement reads as written for one source
     extractive = True
 
     def _call(self, stage: str, request: DraftRequest | SynthesisRequest, started: float) -> CallRecord:
@@ -84,11 +92,8 @@ class OfflineDeliberationEngine:
             return DraftReply(claims=[], call=call, insufficient=reason)
         claims = [ClaimDraft(text=sentence, tag=SOURCED, source_label=passage.label, quote=sentence)
                   for _, passage, sentence in picked]
-        labels = ", ".join(passage.label for _, passage, _ in picked)
-        claims.append(ClaimDraft(
-            text=(f"Read together, {labels} bear on {request.persona.topic}; that they answer the question "
-                  "as asked is the panel's inference, not a finding stated by any one source."),
-            tag=INFERRED))
+        labels = [passage.label for _, passage, _ in picked]  # one sentence per passage
+        claims.append(ClaimDraft(text=_bearing_statement(labels, request.persona.topic), tag=INFERRED))
         return DraftReply(claims=claims, call=call)
 
     def synthesize(self, request: SynthesisRequest) -> DraftReply:
