@@ -145,14 +145,14 @@ def widening_variants(history: AdaptiveHistory, periods_per_year: float) -> dict
 
 
 def stacking_variants(history: AdaptiveHistory, periods_per_year: float) -> dict[str, np.ndarray]:
-    """The fifth pass's rules at every row: v4, v6's stacking, and its variants (half-life, ridge, gate)."""
+    """The fifth pass's rules at every row: v4, the stacking, and its variants (half-life, ridge, gate)."""
     def stacking(**variant) -> Stacking:
         return Stacking.of(history.probability, history.candidates[0], history.outcome, history.usable,
                            history.horizon, periods_per_year, **variant)
 
-    v6 = stacking()
-    return {"v4": history.probability, "v6 (half-life 5, ridge 4, gate 1 SE)": v6.probability,
-            "ungated": v6.stacked, "gate 0.25 SE (v4's)": stacking(gate_z=0.25).probability,
+    main = stacking()
+    return {"v4": history.probability, "stacking (half-life 5, ridge 4, gate 1 SE)": main.probability,
+            "ungated": main.stacked, "gate 0.25 SE (v4's)": stacking(gate_z=0.25).probability,
             "gate 2 SE": stacking(gate_z=2.0).probability,
             "half-life 3": stacking(half_life=3.0).probability, "half-life 15": stacking(half_life=15.0).probability,
             "ridge 16": stacking(prior=16.0).probability}
@@ -372,7 +372,7 @@ def main() -> None:
     _print_pass("Second and third passes: fallbacks on v4.", *passes["fallbacks"])
     _print_pass("Fourth pass: v5's widening against its variants.", *passes["widening"])
     print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['widening'][1])}\n")
-    _print_pass("Fifth pass: v6's stacking of w, 0.5 and v4 against its variants.", *passes["stacking"])
+    _print_pass("Fifth pass: the stacking of w, 0.5 and v4 against its variants.", *passes["stacking"])
     print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['stacking'][1])}\n")
     _print_pass("Sixth pass: v6's stability step against its variants.", *passes["stability"])
     print(f"Chosen by `choose` on the data before {CUT}: {choose(passes['stability'][1])}\n")
