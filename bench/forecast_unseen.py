@@ -43,9 +43,9 @@ from forum_atlas.forecasting.backtest import (
     calibrated_outcomes,
     horizon_periods,
     run_backtest,
+    skill_metrics,
 )
 from forum_atlas.forecasting.drivers import SeriesView
-from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
 from forum_atlas.series.parsing import infer_frequency
 
 # (name, file under arch/data, column, horizons, block years, first block: a year, or None for 7 years in)
@@ -100,14 +100,8 @@ def _cells(data_dir: Path) -> Iterator[tuple[SeriesSource, date, date, str, int]
 
 def candidate_passes(base_rate: np.ndarray, window_rates: np.ndarray, outcome: np.ndarray) -> list[bool]:
     """For each of CANDIDATES published alone at every origin: does it meet the unseen-period targets?"""
-    brier_base, brier_half = np.mean((base_rate - outcome) ** 2), np.mean((0.5 - outcome) ** 2)
-    passes = []
-    for rate in (base_rate, np.full(len(outcome), 0.5), *window_rates.T):
-        brier = float(np.mean((rate - outcome) ** 2))
-        ece = expected_calibration_error(accuracy_metrics(rate, outcome, bins=REPORT_BINS).decomposition)
-        passes.append(skill(brier, brier_base) >= 0 and skill(brier, brier_half) >= -0.005 and ece <= ECE_TARGET)
-    return passes
-
+    return [unseen_period_target(skill_metrics(rate, base_rate, outcome, window_rates), 0) == "PASS"
+            for rate in (base_rate, np.full(len(outcome), 0.5), *window_rates.T)]
 
 
 def exact_forecaster_shares(horizon: int, origins: int, draws: int) -> np.ndarray:
