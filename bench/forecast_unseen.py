@@ -69,12 +69,45 @@ def arch_data_dir() -> Path:
     return Path(spec.submodule_search_locations[0]) / "data"
 
 
+class DataFileError(ValueError):
+    """A data file this bench reads is not a gzipped `Date,...` CSV with the expected column (line 0: the file)."""
+
+    def __init__(self, path: Path, line: int, what: str):
+        super().__init__(f"{path}, line {line}: {what}" if line else f"{path}: {what}")
+
+
 def read_gz_series(path: Path, column: str, name: str) -> SeriesSource:
-    """One column of a gzipped `Date,...` CSV (dates M/D/YYYY), rows without a value skipped."""
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        rows = [(datetime.strptime(row["Date"], "%m/%d/%Y").date(), row[column].strip())
-                for row in csv.DictReader(io.StringIO(handle.read()))]
-    kept = [(day, float(value)) for day, value in rows if value not in ("", ".")]
+    """One column of a gzipped `Date,...` CSV (dates M/D/YYYY), rows without a value skipped. A file that is
+    not one (truncated, not gzip, not UTF-8, not CSV, no such column, a bad date or number) is refused with
+    DataFileError naming the line."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise DataFileError(path, 0, f"not a readable gzipped UTF-8 CSV ({error})") from None
+    reader = csv.DictReader(io.StringIO(text))
+    try:
+        if not {"Date", column} <= set(reader.fieldnames or ()):
+            raise DataFileError(path, 1, f"the header has no Date and {column} columns")
+        return _series(path, column, name, [(line, row) for line, row in enumerate(reader, start=2)])
+    except csv.Error as error:
+        raise DataFileError(path, reader.line_num + 1, f"not CSV ({error})") from None  # the line being read
+
+
+def _series(path: Path, column: str, name: str, rows: list[tuple[int, dict]]) -> SeriesSource:
+    kept = []
+    for line, row in rows:
+        value = (row[column] or "").strip()
+        if value in ("", "."):
+            continue
+        try:
+            day, number = datetime.strptime(row["Date"] or "", "%m/%d/%Y").date(), float(value)
+        except ValueError:
+            raise DataFileError(path, line, f"{(row['Date'] or '')[:40]!r}, {value[:40]!r} is not a M/D/YYYY date "
+                                            "and a number") from None
+        if not np.isfinite(number):
+            raise DataFileError(path, line, f"{value[:40]!r} is not a finite number")
+        kept.append((day, number))
     view = SeriesView(np.array([day for day, _ in kept], dtype="datetime64[D]"),
                       np.array([value for _, value in kept], dtype=np.float64))
     return SeriesSource(name, infer_frequency(view.dates), view, f"arch data {path.parent.name}/{path.name} {column}")
@@ -132,6 +165,13 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=2000, help="simulated blocks per cell of section 3")
     args = parser.parse_args()
     data_dir = arch_data_dir()
+    try:
+        run(data_dir, args.draws)
+    except DataFileError as error:
+        raise SystemExit(f"bench.forecast_unseen: {error}") from None
+
+
+def run(data_dir: Path, draws: int) -> None:
     arrow = " → ".join(COMPARED)
     print(f"| series | origins from | to | horizon | n | skill vs base rate {arrow} | skill vs 0.5 {arrow} | "
           f"ECE {arrow} | ECE if calibrated ({LANE}) | {' | '.join(f'targets, {rule}' for rule in COMPARED)} | "
@@ -166,7 +206,7 @@ def main() -> None:
         print(f"| {label} | {' | '.join(f'{c} of {cells[hz]}' for c, hz in zip(counts, horizons))} | "
               f"{sum(counts)} of {sum(cells.values())} |")
 
-    print_ece_noise(daily_periods, args.draws)
+    print_ece_noise(daily_periods, draws)
 
 
 if __name__ == "__main__":
