@@ -1,20 +1,36 @@
 """The offline deliberation engine (the default; no network, no keys): extractive.
 
 It writes no prose of its own. A persona's [SOURCED] claims are whole sentences copied from its
-passages — the quote is the claim — chosen by the weight of the question's content stems they
-share: each shared stem counts 1, a generic research word ("risk", "effect", "patients", …) counts
+passages — the quote is the claim. A sentence qualifies by the weight of the question's content stems
+it shares: each shared stem counts 1, a generic research word ("risk", "effect", "patients", …) counts
 half, and a sentence needs a weight of `MIN_SHARED` (or all of a shorter question) including one
-specific stem, so "reduces the risk of dementia" does not answer a question about fracture risk.
-Ties go to the better-ranked passage, then the earlier sentence. At most one sentence per passage and `MAX_SOURCED` per persona. The one
-connective statement it adds says which passages it read together and is tagged [INFERRED]. When no
-sentence qualifies, it answers "insufficient" with the reason instead of reaching for something
-loosely related. Same request, same claims.
+specific stem, so "reduces the risk of dementia" does not answer a question about fracture risk. A
+heading (the document's title, a short line without end punctuation) never qualifies: it repeats the
+question's words and answers nothing.
+
+Among qualifying sentences the one that answers is preferred (`forum_atlas.deliberation.answers`): the
+question asks for a kind of answer ("how much" a quantity with its unit, "how many" a count, "when" a
+date, "who" a person or organisation) and a sentence that holds one the question does not already state
+gains `ANSWER_WEIGHT`; a question of no kind (a claim to check) prefers a sentence that reports a finding
+to one that only states an aim or a method. Ties go to the better-ranked passage, then the earlier
+sentence. At most one sentence per passage and `MAX_SOURCED` per persona. The one connective statement
+it adds says which passages it read together and is tagged [INFERRED]. When no sentence qualifies, it
+answers "insufficient" with the reason instead of reaching for something loosely related. Same request,
+same claims.
 """
 
 from __future__ import annotations
 
 import time
 
+from forum_atlas.deliberation.answers import (
+    AnswerKind,
+    asked_kind,
+    holds_answer,
+    is_heading,
+    reports_finding,
+    states_only_aim_or_method,
+)
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
@@ -36,6 +52,8 @@ GENERIC_STEMS = frozenset(stem(w) for w in """risk risks reduce reduces reduced 
     effect effects associated association patients study studies result results level levels higher lower
     significant significantly analysis data group groups treatment outcome outcomes factor factors cause
     caused role evidence change changes rate rates""".split())
+ANSWER_WEIGHT = 1.5
+FINDING_WEIGHT = 0.5
 MAX_SOURCED = 3
 MAX_SYNTHESIS_SOURCED = 3
 
@@ -44,12 +62,22 @@ def _weight(term_stem: str) -> float:
     return GENERIC_WEIGHT if term_stem in GENERIC_STEMS else 1.0
 
 
+def _preference(kind: AnswerKind | None, sentence: str, question: str) -> float:
+    """What a qualifying sentence gains for answering: the asked kind of answer, else a stated finding."""
+    if kind is not None:
+        return ANSWER_WEIGHT if holds_answer(kind, sentence, question) else 0.0
+    if reports_finding(sentence):
+        return FINDING_WEIGHT
+    return -FINDING_WEIGHT if states_only_aim_or_method(sentence) else 0.0
+
+
 def _relevant_sentences(question: str, passages: tuple[Passage, ...]) -> list[tuple[float, Passage, str]]:
-    """(shared stems, passage, sentence) for every qualifying sentence, best first, one per passage."""
+    """(score, passage, sentence) for every passage's best qualifying sentence, best first."""
     wanted = stems(question)
     needed = min(MIN_SHARED, sum(_weight(s) for s in wanted))
     if not wanted:
         return []
+    kind = asked_kind(question)
     best: list[tuple[float, int, int, Passage, str]] = []
     for order, passage in enumerate(passages):
         candidates = []
@@ -57,8 +85,10 @@ def _relevant_sentences(question: str, passages: tuple[Passage, ...]) -> list[tu
             sentence = passage.text[start:end].strip()
             shared = wanted & stems(sentence)
             weight = sum(_weight(s) for s in shared)
-            if weight >= needed and shared - GENERIC_STEMS and len(sentence) >= 20:
-                candidates.append((-weight, order, position, passage, sentence))
+            if (weight >= needed and shared - GENERIC_STEMS and len(sentence) >= 20
+                    and not is_heading(sentence, passage.title)):
+                score = weight + _preference(kind, sentence, question)
+                candidates.append((-score, order, position, passage, sentence))
         if candidates:
             best.append(min(candidates, key=lambda c: c[:3]))
     best.sort(key=lambda c: c[:3])
@@ -75,7 +105,8 @@ def _bearing_statement(labels: list[str], topic: str) -> str:
 
 class OfflineDeliberationEngine:
     name = "offline-extractive"
-    version = "sentences-v2"  # v2: the closing [INFERRED] statement reads as written for one source
+    # v2: the closing [INFERRED] statement reads as written for one source; v3: the answering sentence, not a heading
+    version = "sentences-v3"
     extractive = True
 
     def _call(self, stage: str, request: DraftRequest | SynthesisRequest, started: float) -> CallRecord:
