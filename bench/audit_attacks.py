@@ -137,14 +137,11 @@ def _old_rules_keep(claim: str, quote: str, passage: str) -> bool:
 
 
 def strictness(settings, claims: list[dict]) -> dict:
-    from forum_atlas.deliberation.brief import round_passages
+    from bench.deliberation import retrieved_round
     from forum_atlas.deliberation.grounding import informative_words
     from forum_atlas.deliberation.model import SOURCED, ClaimDraft, DraftReply, DraftRequest
-    from forum_atlas.deliberation.plan import plan_panel
     from forum_atlas.llm import make_deliberation_engine
-    from forum_atlas.retrieval.model import RetrievalOptions
     from forum_atlas.tasks.deliberation import audit
-    from forum_atlas.tasks.retrieval import retrieve_plain
 
     engine = make_deliberation_engine("offline")
     offline = Counter()
@@ -153,9 +150,7 @@ def strictness(settings, claims: list[dict]) -> dict:
     quote_words: list[int] = []
     examples: dict[str, str] = {}
     for item in claims:
-        panel = plan_panel(item["claim"], None)
-        results = {p.role: retrieve_plain(settings, p.focus_query, RetrievalOptions(top_k=10)) for p in panel.personas}
-        evidence, passages = round_passages(panel, results)
+        panel, evidence, passages = retrieved_round(settings, item["claim"])
         replies = {p.role: engine.draft(DraftRequest(panel.outbound_question, p, passages[p.role]))
                    for p in panel.personas}
         audited = audit.fn(settings, replies, evidence, 1)

@@ -67,6 +67,21 @@ def prepare_database() -> tuple[object, float]:
     return settings, time.perf_counter() - start
 
 
+def retrieved_round(settings, question: str, top_k: int = 10):
+    """A question's round as a deliberation sees it: the coordinator's plan, each persona's retrieval
+    (plain calls, the pipeline's stages) and the round's labelled passages — (plan, RoundEvidence,
+    passages by role), what an engine's draft requests are built from."""
+    from forum_atlas.deliberation.brief import round_passages
+    from forum_atlas.deliberation.plan import plan_panel
+    from forum_atlas.retrieval.model import RetrievalOptions
+    from forum_atlas.tasks.retrieval import retrieve_plain
+
+    panel = plan_panel(question, None)
+    results = {p.role: retrieve_plain(settings, p.focus_query, RetrievalOptions(top_k=top_k)) for p in panel.personas}
+    evidence, passages = round_passages(panel, results)
+    return panel, evidence, passages
+
+
 def _chunk_bodies(db, chunk_ids: set[int]) -> dict[int, str]:
     with db.connection() as conn:
         return {r["chunk_id"]: r["body"] for r in conn.execute(

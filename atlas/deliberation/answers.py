@@ -122,7 +122,7 @@ _FINDING = re.compile(
     r"observed|associated|correlated?|linked|increas(?:e|es|ed)|decreas(?:e|es|ed)|reduc(?:e|es|ed)|"
     r"improv(?:e|es|ed)|lower|higher|greater|fewer|less|more\s+likely|risk\s+of|significant(?:ly)?|"
     r"(?:did|does|do|was|were)\s+not|conclu(?:de|ded|sion)|results?\s+(?:show|suggest|indicate)|"
-    r"p\s*[<=]|odds\s+ratio|hazard\s+ratio|confidence\s+interval|95\s*%)",
+    r"p\s*[<=]|odds\s+ratio|hazard\s+ratio|confidence\s+interval|95\s*%)(?!\w)",
     re.IGNORECASE)
 _AIM_OR_METHOD = re.compile(
     r"\b(?:we\s+(?:aimed|sought|investigated|examined|assessed|evaluated|conducted|performed|studied|analy[sz]ed|"
@@ -130,17 +130,27 @@ _AIM_OR_METHOD = re.compile(
     r"(?:aim|aims|objective|objectives|purpose|goal)\s+(?:of|was|were|is)|"
     r"to\s+(?:determine|investigate|examine|assess|evaluate|explore|identify|compare|characteri[sz]e)\b|"
     r"(?:were|was)\s+(?:recruited|enrolled|randomi[sz]ed|assigned|collected|obtained|performed|used)|"
-    r"this\s+(?:study|paper|article|review)\s+(?:examines|investigates|describes|reports|aims))",
+    r"this\s+(?:study|paper|article|review)\s+(?:examines|investigates|describes|reports|aims))(?!\w)",
     re.IGNORECASE)
+# The labels of a structured abstract, as the sentence's first word: what the sentence is.
+_RESULT_LABEL = re.compile(r"^\W*(?:RESULTS?|CONCLUSIONS?|FINDINGS|INTERPRETATION)\b")
+_AIM_OR_METHOD_LABEL = re.compile(r"^\W*(?:BACKGROUND|INTRODUCTION|CONTEXT|OBJECTIVES?|AIMS?|PURPOSE|GOALS?|METHODS?|"
+                                  r"DESIGN|SETTINGS?|PARTICIPANTS|PATIENTS|MEASUREMENTS|INTERVENTIONS?)\b")
 
 
 def reports_finding(sentence: str) -> bool:
     """A sentence that states a result rather than only an aim or a method."""
-    return bool(_FINDING.search(sentence)) and not _AIM_OR_METHOD.search(sentence)
+    if _RESULT_LABEL.search(sentence):
+        return True
+    return (bool(_FINDING.search(sentence)) and not _AIM_OR_METHOD.search(sentence)
+            and not _AIM_OR_METHOD_LABEL.search(sentence))
 
 
 def states_only_aim_or_method(sentence: str) -> bool:
-    return bool(_AIM_OR_METHOD.search(sentence)) and not _FINDING.search(sentence)
+    """A sentence that states an aim, a background or a method and no result."""
+    if _AIM_OR_METHOD_LABEL.search(sentence):
+        return True
+    return bool(_AIM_OR_METHOD.search(sentence)) and not _FINDING.search(sentence) and not _RESULT_LABEL.search(sentence)
 
 
 _TERMINAL = re.compile(r"[.!?:;][\"'”’)\]]*$")

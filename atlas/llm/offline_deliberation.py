@@ -8,20 +8,27 @@ specific stem, so "reduces the risk of dementia" does not answer a question abou
 heading (the document's title, a short line without end punctuation) never qualifies: it repeats the
 question's words and answers nothing.
 
-Among qualifying sentences the one that answers is preferred (`forum_atlas.deliberation.answers`): the
-question asks for a kind of answer ("how much" a quantity with its unit, "how many" a count, "when" a
-date, "who" a person or organisation) and a sentence that holds one the question does not already state
-gains `ANSWER_WEIGHT`; a question of no kind (a claim to check) prefers a sentence that reports a finding
-to one that only states an aim or a method. Ties go to the better-ranked passage, then the earlier
-sentence. At most one sentence per passage and `MAX_SOURCED` per persona. The one connective statement
-it adds says which passages it read together and is tagged [INFERRED]. When no sentence qualifies, it
-answers "insufficient" with the reason instead of reaching for something loosely related. Same request,
-same claims.
+Qualifying sentences are ranked by the question stems they share, each weighted by how specific it is
+among the passages' sentences (log(1 + sentences / sentences holding it): the topic's words, in nearly
+all of them, count little; the words that set the answer apart count most), scaled so a sentence with
+every stem scores the question's whole weight. The one that answers gains `ANSWER_WEIGHT`
+(`forum_atlas.deliberation.answers`): the question asks for a kind of answer ("how much" a quantity with
+its unit, "how many" a count, "when" a date, "who" a person or organisation) and the sentence holds one
+the question does not already state; for a question of no kind (a claim to check) the sentence reports
+a finding — and one that only states an aim or a method loses as much. Ties go to the better-ranked
+passage, then the earlier sentence.
+
+At most one sentence per passage and `MAX_SOURCED` per persona. The one connective statement it adds
+says which passages it read together and is tagged [INFERRED]. When no sentence qualifies, it answers
+"insufficient" with the reason instead of reaching for something loosely related. Same request, same
+claims.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections import Counter
 
 from forum_atlas.deliberation.answers import (
     AnswerKind,
@@ -53,7 +60,6 @@ GENERIC_STEMS = frozenset(stem(w) for w in """risk risks reduce reduces reduced 
     significant significantly analysis data group groups treatment outcome outcomes factor factors cause
     caused role evidence change changes rate rates""".split())
 ANSWER_WEIGHT = 1.5
-FINDING_WEIGHT = 0.5
 MAX_SOURCED = 3
 MAX_SYNTHESIS_SOURCED = 3
 
@@ -63,36 +69,41 @@ def _weight(term_stem: str) -> float:
 
 
 def _preference(kind: AnswerKind | None, sentence: str, question: str) -> float:
-    """What a qualifying sentence gains for answering: the asked kind of answer, else a stated finding."""
+    """What a qualifying sentence gains for answering: the asked kind of answer, else a stated finding
+    (and what it loses for stating only an aim or a method)."""
     if kind is not None:
         return ANSWER_WEIGHT if holds_answer(kind, sentence, question) else 0.0
     if reports_finding(sentence):
-        return FINDING_WEIGHT
-    return -FINDING_WEIGHT if states_only_aim_or_method(sentence) else 0.0
+        return ANSWER_WEIGHT
+    return -ANSWER_WEIGHT if states_only_aim_or_method(sentence) else 0.0
 
 
 def _relevant_sentences(question: str, passages: tuple[Passage, ...]) -> list[tuple[float, Passage, str]]:
     """(score, passage, sentence) for every passage's best qualifying sentence, best first."""
     wanted = stems(question)
     needed = min(MIN_SHARED, sum(_weight(s) for s in wanted))
-    if not wanted:
+    sentences = [(order, position, passage, sentence, wanted & stems(sentence))
+                 for order, passage in enumerate(passages)
+                 for position, sentence in enumerate(passage.text[a:b].strip() for a, b in sentence_spans(passage.text))]
+    if not wanted or not sentences:
         return []
     kind = asked_kind(question)
-    best: list[tuple[float, int, int, Passage, str]] = []
-    for order, passage in enumerate(passages):
-        candidates = []
-        for position, (start, end) in enumerate(sentence_spans(passage.text)):
-            sentence = passage.text[start:end].strip()
-            shared = wanted & stems(sentence)
-            weight = sum(_weight(s) for s in shared)
-            if (weight >= needed and shared - GENERIC_STEMS and len(sentence) >= 20
-                    and not is_heading(sentence, passage.title)):
-                score = weight + _preference(kind, sentence, question)
-                candidates.append((-score, order, position, passage, sentence))
-        if candidates:
-            best.append(min(candidates, key=lambda c: c[:3]))
-    best.sort(key=lambda c: c[:3])
-    return [(-c[0], c[3], c[4]) for c in best]
+    # How specific each question stem is among these sentences: log(1 + N / sentences holding it). The
+    # topic's words are in most of them and tell them apart hardly at all.
+    holding = Counter(t for *_, shared in sentences for t in shared)
+    specific = {t: _weight(t) * math.log(1 + len(sentences) / max(holding[t], 1)) for t in wanted}
+    scale = sum(_weight(t) for t in wanted) / sum(specific.values())
+    best: dict[int, tuple[float, int, int, Passage, str]] = {}
+    for order, position, passage, sentence, shared in sentences:
+        weight = sum(_weight(s) for s in shared)
+        if (weight >= needed and shared - GENERIC_STEMS and len(sentence) >= 20
+                and not is_heading(sentence, passage.title)):
+            score = scale * sum(specific[t] for t in shared) + _preference(kind, sentence, question)
+            candidate = (-score, order, position, passage, sentence)
+            if order not in best or candidate[:3] < best[order][:3]:
+                best[order] = candidate
+    ranked = sorted(best.values(), key=lambda c: c[:3])
+    return [(-c[0], c[3], c[4]) for c in ranked]
 
 
 def _bearing_statement(labels: list[str], topic: str) -> str:
