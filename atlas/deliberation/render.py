@@ -352,25 +352,26 @@ def _pages_suffix(c: CitationView) -> str:
     return f" · {pages}" if pages else ""
 
 
-def _html_pill(c: CitationView) -> str:
+def _html_pill(c: CitationView, anchor: str) -> str:
     facts = _tooltip_facts(c)
     title = " · ".join(f"{k}: {v}" for k, v in facts)
     tip = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
-    return (f'<a class="pill" href="#passage-{c.citation_id}" title="{_e(title)}">'
+    return (f'<a class="pill" href="#{anchor}" title="{_e(title)}">'
             f'<b>{_e(c.label)}</b> {_e(_shorten(c.title, 44))}{_e(_pages_suffix(c))} '
             f'<span class="src">· {_e(_shorten(c.source_name, 24))}</span>'
             f'<span class="tip" role="tooltip"><span class="tip-title">{_e(_flat(c.title))}</span>'
             f"<dl>{tip}</dl></span></a>")
 
 
-def _html_claim(claim: ClaimView, anchor: str) -> str:
+def _html_claim(claim: ClaimView, anchor: str, passages: dict[int, str]) -> str:
     text = f'<span class="claim-text">{_e(_flat(claim.text))}</span>'
     if claim.tag == SOURCED:
         tag = '<span class="tag tag-sourced">[SOURCED]</span>'
         if claim.citation is None:
             return (f'<li class="claim sourced" id="{anchor}">{tag} {text} '
                     '<span class="note">citation missing from the stored brief</span></li>')
-        return (f'<li class="claim sourced" id="{anchor}">{tag} {text} {_html_pill(claim.citation)}'
+        return (f'<li class="claim sourced" id="{anchor}">{tag} {text} '
+                f'{_html_pill(claim.citation, passages[claim.citation.chunk_id])}'
                 f'<q class="quote">{_e(_flat(claim.citation.quote))}</q></li>')
     tag = '<span class="tag tag-inferred">[INFERRED]</span>'
     if claim.claimed_tag == SOURCED:
@@ -381,7 +382,7 @@ def _html_claim(claim: ClaimView, anchor: str) -> str:
     return f'<li class="claim inferred" id="{anchor}">{tag} {text}</li>'
 
 
-def _html_section(section: SectionView, index: int) -> str:
+def _html_section(section: SectionView, index: int, passages: dict[int, str]) -> str:
     kind = "synthesis" if section.role == COORDINATOR else "persona"
     insufficient = section.insufficient is not None
     classes = f"section {kind}" + (" insufficient" if insufficient else "")
@@ -398,7 +399,7 @@ def _html_section(section: SectionView, index: int) -> str:
             out.append(f'<p class="retried">Retried: passed on attempt {section.attempts}, with a stricter prompt.</p>')
         if section.claims:
             out.append('<ul class="claims">')
-            out += [_html_claim(claim, f"claim-{index}-{i}") for i, claim in enumerate(section.claims)]
+            out += [_html_claim(claim, f"claim-{index}-{i}", passages) for i, claim in enumerate(section.claims)]
             out.append("</ul>")
         else:
             out.append('<p class="note">No claims.</p>')
@@ -406,24 +407,42 @@ def _html_section(section: SectionView, index: int) -> str:
     return "\n".join(out)
 
 
-def _marked_passage(c: CitationView) -> str:
-    span = quote_span(c.quote, c.passage)
-    if span is None:
-        return (f'<blockquote class="passage-text">{_e(c.passage)}</blockquote>'
+def _marked_passage(passage: str, quotes: list[str]) -> str:
+    """The passage with every quoted span marked (claims may quote different sentences of one passage)."""
+    spans, end = [], 0
+    for start, stop in sorted({span for q in quotes if (span := quote_span(q, passage)) is not None}):
+        if start >= end:
+            spans.append((start, stop))
+            end = stop
+    if not spans:
+        return (f'<blockquote class="passage-text">{_e(passage)}</blockquote>'
                 '<p class="note">The quoted span was not located in this passage.</p>')
-    start, end = span
-    return (f'<blockquote class="passage-text">{_e(c.passage[:start])}<mark>{_e(c.passage[start:end])}</mark>'
-            f"{_e(c.passage[end:])}</blockquote>")
+    out, position = [], 0
+    for start, stop in spans:
+        out += [_e(passage[position:start]), f"<mark>{_e(passage[start:stop])}</mark>"]
+        position = stop
+    return f'<blockquote class="passage-text">{"".join(out)}{_e(passage[position:])}</blockquote>'
 
 
-def _html_passages(cited: list[tuple[str, str, CitationView]]) -> str:
+def _passage_anchors(cited: list[tuple[str, str, CitationView]]) -> dict[int, str]:
+    """Chunk id -> the anchor of its one entry under Passages. Every claim has its own citation row, so a
+    passage cited by a section and again by the synthesis has two; it is listed once, as the first."""
+    anchors: dict[int, str] = {}
+    for _, _, c in cited:
+        anchors.setdefault(c.chunk_id, f"passage-{c.citation_id}")
+    return anchors
+
+
+def _html_passages(cited: list[tuple[str, str, CitationView]], anchors: dict[int, str]) -> str:
     if not cited:
         return ""
-    by_id: dict[int, tuple[CitationView, list[tuple[str, str]]]] = {}
+    by_chunk: dict[int, tuple[CitationView, list[str], list[tuple[str, str]]]] = {}
     for anchor, name, c in cited:
-        by_id.setdefault(c.citation_id, (c, []))[1].append((anchor, name))
+        _, quotes, backs = by_chunk.setdefault(c.chunk_id, (c, [], []))
+        quotes.append(c.quote)
+        backs.append((anchor, name))
     out = ['<section class="passages" id="passages"><h2>Passages</h2>']
-    for c, anchors in by_id.values():
+    for chunk_id, (c, quotes, anchors_back) in by_chunk.items():
         source = _e(_flat(c.source_name))
         if c.url:
             source = f'<a href="{_e(c.url)}" rel="noreferrer noopener">{source}</a>'
@@ -431,10 +450,10 @@ def _html_passages(cited: list[tuple[str, str, CitationView]]) -> str:
         facts = " · ".join([source, *place, f"quality {c.quality_score}/5", f"importance {c.importance}/5",
                             _e(_recency(c.recency_label)), f"published {_e(_published(c.published_at))}",
                             f"document {c.document_id} v{c.document_version}, chunk {c.chunk_id}"])
-        back = " · ".join(f'<a href="#{a}">{_e(name)}</a>' for a, name in anchors)
-        out.append(f'<article class="passage" id="passage-{c.citation_id}">'
+        back = " · ".join(f'<a href="#{a}">{_e(name)}</a>' for a, name in anchors_back)
+        out.append(f'<article class="passage" id="{anchors[chunk_id]}">'
                    f'<h3><span class="label">{_e(c.label)}</span> {_e(_flat(c.title))}{_e(_pages_suffix(c))}</h3>'
-                   f'<p class="facts">{facts}</p>{_marked_passage(c)}'
+                   f'<p class="facts">{facts}</p>{_marked_passage(c.passage, quotes)}'
                    f'<p class="back">Cited by: {back}</p></article>')
     out.append("</section>")
     return "\n".join(out)
@@ -520,6 +539,7 @@ a{color:#1f5fa8}
 def render_html(view: BriefView) -> str:
     """One self-contained page: inline CSS, no scripts, no external assets."""
     cited = _cited(view)
+    anchors = _passage_anchors(cited)
     meta = f"Created {_e(_flat(view.created_at))}"
     if view.flow_run_id:
         meta += f" · flow run <code>{_e(view.flow_run_id)}</code>"
@@ -534,8 +554,8 @@ def render_html(view: BriefView) -> str:
     if view.evidence_run_id is not None:
         head.append(f'<p class="meta">{_e(_gathered_sentence(view))}</p>')
     head.append("</header>")
-    body = [*head, *(_html_section(s, i) for i, s in enumerate(_sections(view))), _html_withheld(view),
-            _html_audit(view), _html_passages(cited)]
+    body = [*head, *(_html_section(s, i, anchors) for i, s in enumerate(_sections(view))), _html_withheld(view),
+            _html_audit(view), _html_passages(cited, anchors)]
     return ("<!DOCTYPE html>\n"
             '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'

@@ -17,6 +17,7 @@ from forum_atlas.deliberation.model import (
     SynthesisRequest,
 )
 from forum_atlas.deliberation.quotes import quote_in_passage
+from forum_atlas.deliberation.render import render_html
 from forum_atlas.store import briefs
 from forum_atlas.store.db import Database
 from tests.support.corpus import ingest, record
@@ -67,6 +68,14 @@ def test_offline_engine_writes_an_extractive_brief_that_verifies(prefect_env, at
     assert any(c.tag == INFERRED for c in technical.claims)
     synthesis = {c.text for c in view.synthesis.claims if c.tag == SOURCED}
     assert synthesis and synthesis <= {c.text for c in sourced}
+    # the synthesis repeats a section's claim through a citation row of its own: the page still lists each
+    # cited passage once (issue 36: the same chunk was listed twice, both labelled S1)
+    cited = [c.citation for s in (view.synthesis, *view.sections) for c in s.claims if c.citation]
+    assert len({c.citation_id for c in cited}) > len({c.chunk_id for c in cited})
+    page = render_html(view)
+    assert page.count('<article class="passage"') == len({c.chunk_id for c in cited})
+    for label in {c.label for c in cited}:
+        assert page.count(f'<span class="label">{label}</span>') == 1
     assert out["sourced_verified"] == view.audit.sourced_verified and view.audit.downgraded == 0
     assert briefs.verify_brief(corpus, out["brief_id"]) == []
     persisted = events(corpus, "BRIEF_PERSISTED")

@@ -296,6 +296,22 @@ def test_html_marks_exactly_the_quote_despite_different_whitespace():
         assert " ".join(mark.split()) in {" ".join(c.quote.split()) for c in cited.values()}
 
 
+def test_html_lists_a_passage_once_however_many_claims_cite_it():
+    """Every claim has its own citation row: a section's claim and the synthesis repeating it cite one chunk
+    through two rows (ids 11 and 14). The page lists the passage once, both pills open it, and a second quote
+    from the same passage is marked too."""
+    again = citation(cid=14, chunk_id=111, quote="Other text follows.")
+    v = view(synthesis=SectionView(role="coordinator", topic="overall answer", claims=(
+        sourced("Operators publish connection requirements.", citation()), sourced("Other text follows.", again))))
+    page = render_html(v)
+    p = parse(page)
+    assert page.count('<article class="passage"') == 2 and "passage-14" not in p.ids
+    assert [h for h in p.links if h.startswith("#passage-")].count("#passage-11") == 3
+    assert p.marks[:2] == ["Transmission system operators shall publish the\nconnection  requirements for new   "
+                           "generating units", "Other text follows."]
+    assert page.count("Cited by:") == 2 and ">Synthesis</a> · <a" in page
+
+
 def test_html_escapes_hostile_titles_and_quotes():
     hostile = citation(cid=21, label="S1", title=HOSTILE_TITLE, quote=HOSTILE_QUOTE, passage=HOSTILE_PASSAGE,
                        source_name='Evil "src" <i>')
