@@ -34,6 +34,7 @@ from forum_atlas.retrieval.model import (
     DENSE_ENGINE,
     Candidate,
     ChunkText,
+    Copy,
     Request,
     RetrievalOptions,
     RetrievalResult,
@@ -211,10 +212,18 @@ def passage_place(chunk: str = "c", document: str = "d") -> str:
 
 
 def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int, ChunkText]:
+    """The chunks, each with its document's content hash and the other searchable documents that have the
+    same content (sql/170's index), oldest first."""
     rows = conn.execute(
         f"""SELECT c.chunk_id, c.document_id, c.heading, c.body, d.url, d.sector, d.published_at,
                   s.name AS source_name, d.version, c.start_char, c.end_char, s.importance, s.quality_score,
-                  {passage_place()}
+                  {passage_place()}, d.content_hash,
+                  (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                              'document_id', t.document_id, 'source_name', ts.name, 'title', t.title,
+                              'url', t.url, 'file', t.metadata ->> 'file') ORDER BY t.document_id), '[]')
+                     FROM forum.documents t JOIN forum.sources ts ON ts.source_id = t.source_id
+                    WHERE t.content_hash = d.content_hash AND t.document_id <> d.document_id
+                      AND t.is_current AND NOT t.retracted AND NOT t.withdrawn AND NOT t.superseded) AS also_in
              FROM forum.chunks c JOIN forum.documents d USING (document_id) JOIN forum.sources s USING (source_id)
             WHERE c.chunk_id = ANY (%s) AND c.searchable""",
         (list(chunk_ids),),
@@ -222,7 +231,8 @@ def chunk_texts(conn: psycopg.Connection, chunk_ids: Iterable[int]) -> dict[int,
     return {r["chunk_id"]: ChunkText(r["chunk_id"], r["document_id"], r["heading"], r["body"], r["url"],
                                      r["sector"], r["published_at"], r["source_name"], r["version"],
                                      r["start_char"], r["end_char"], r["importance"], r["quality_score"],
-                                     r["first_page"], r["last_page"], r["section"], r["file"], r["reader"])
+                                     r["first_page"], r["last_page"], r["section"], r["file"], r["reader"],
+                                     r["content_hash"], tuple(Copy(**copy) for copy in r["also_in"]))
             for r in rows}
 
 

@@ -95,6 +95,21 @@ class StageResult:
 
 
 @dataclass(frozen=True)
+class Copy:
+    """Another searchable document with the same content (title and text) as a source's: the same paper
+    ingested twice (the demo's copy and the user's) is one hit that names every copy."""
+    document_id: int
+    source_name: str
+    title: str
+    url: str | None = None
+    file: str | None = None
+
+    def describe(self) -> str:
+        """"Library (paper.pdf)": the source, and the file where there is one."""
+        return self.source_name + (f" ({self.file})" if self.file else "")
+
+
+@dataclass(frozen=True)
 class ChunkText:
     """What the database returns for a candidate chunk."""
     chunk_id: int
@@ -115,6 +130,12 @@ class ChunkText:
     section: str | None = None      # the section title the chunk starts in, where the file has sections
     file: str | None = None         # the input file it was read from
     reader: str | None = None       # the library (and version) that read that file
+    content_hash: str = ""          # its document's (title and text): identical content, identical hash
+    also_in: tuple[Copy, ...] = ()  # the other searchable documents with that content
+
+    def same_passage(self) -> tuple[object, int, int]:
+        """Equal for two chunks holding the same passage of identical documents (the same offsets)."""
+        return (self.content_hash or self.document_id, self.start_char, self.end_char)
 
 
 @dataclass
@@ -135,6 +156,7 @@ class Source:
             "file": self.chunk.file, "reader": self.chunk.reader,
             "source": self.chunk.source_name, "url": self.chunk.url, "sector": self.chunk.sector,
             "published_at": self.chunk.published_at.isoformat() if self.chunk.published_at else None,
+            "also_in": [asdict(c) for c in self.chunk.also_in],
             "context": self.context, "truncated": self.truncated, "ranks": self.ranks, "scores": self.scores,
         }
 

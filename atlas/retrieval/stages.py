@@ -123,12 +123,29 @@ def rerank_texts(chunks: Mapping[int, ChunkText], options: RetrievalOptions) -> 
     return out
 
 
+def first_copies(fused: StageResult, chunks: Mapping[int, ChunkText]) -> dict[int, ChunkText]:
+    """The candidates' chunks less those that repeat a passage fused higher (identical documents from two
+    sources, the same offsets): identical content is one hit, whose chunk names the other copies."""
+    seen: set[tuple[object, int, int]] = set()
+    kept = {}
+    for candidate in fused.candidates:
+        chunk = chunks.get(candidate.chunk_id)
+        if chunk is not None and chunk.same_passage() not in seen:
+            seen.add(chunk.same_passage())
+            kept[candidate.chunk_id] = chunk
+    return kept
+
+
 def finish(query: str, options: RetrievalOptions, lexical: StageResult, semantic: StageResult,
            fused: StageResult, chunks: Mapping[int, ChunkText], reranker: Reranker) -> RetrievalResult:
-    """Rerank (falling back to the fused order on failure) and assemble the traced result."""
+    """Rerank (falling back to the fused order on failure) and assemble the traced result. Identical
+    content is one hit: a copy of a passage fused higher is not reranked, and with `one_per_document`
+    identical documents count as one."""
     start = time.perf_counter()
-    reranked = rerank(reranker, query, fused, rerank_texts(chunks, options), options,
-                      {chunk_id: chunk.document_id for chunk_id, chunk in chunks.items()})
+    distinct = first_copies(fused, chunks)
+    reranked = rerank(reranker, query, fused, rerank_texts(distinct, options), options,
+                      {chunk_id: chunk.content_hash or chunk.document_id for chunk_id, chunk in distinct.items()})
+    reranked.parameters["identical_copies_merged"] = len(chunks) - len(distinct)
     all_stages = [lexical, semantic, fused, reranked]
     sources = assemble_sources(all_stages, reranked, chunks, options)
     return RetrievalResult(query=query, options=options, stages=all_stages, sources=sources,

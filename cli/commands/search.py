@@ -1,7 +1,8 @@
 """`atlas search "…"`: hybrid retrieval (BM25 + dense → RRF → rerank) from the terminal.
 
 Prints each stage's outcome, the dense candidates that clear the similarity threshold (RET-2) by rank,
-then the final sources with their rank in every stage. Runs no flow, so it never imports Prefect.
+then the final sources with their rank in every stage; identical content held by several sources is one
+hit that says where else it is ("also in: …"). Runs no flow, so it never imports Prefect.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def print_result(result) -> None:
         pages = format_pages(source.chunk.first_page, source.chunk.last_page)
         print(f"\n[{position}] {source.chunk.title or '(untitled)'}{' · ' + pages if pages else ''} — {source.chunk.source_name}")
         print(f"    {source.context[:300]}{'…' if len(source.context) > 300 else ''}{cut}")
+        if source.chunk.also_in:
+            print(f"    also in: {'; '.join(copy.describe() for copy in source.chunk.also_in)}")
 
 
 def _search(args: argparse.Namespace) -> int:

@@ -52,3 +52,21 @@ def test_an_argument_that_is_not_utf8_is_a_one_line_error(database_url, tmp_path
     done = run_cli_without_prefect(database_url, tmp_path, "search", b"caf\xe9")
     assert done.returncode == 2
     assert done.stderr.strip() == 'atlas: error: argument 2 ("caf\\xe9") is not valid UTF-8; give it as UTF-8 text'
+
+
+def test_the_same_paper_from_two_sources_is_one_hit_that_names_the_other(db, database_url, tmp_path):
+    from dataclasses import replace
+
+    from tests.support.corpus import TEST_SOURCE
+
+    text = "Insulin resistance in skeletal muscle rises with age."
+    ingest(db, [record("demo/paper.pdf", text, title="Muscle insulin", sector="health"),
+                replace(record("mine/paper.pdf", text, title="Muscle insulin", sector="health"),
+                        source=replace(TEST_SOURCE, name="my library")),
+                record("pumps", "Insulin pumps for type 1 diabetes.", title="Pumps", sector="health")])
+    done = run_cli_without_prefect(database_url, tmp_path, "search", "insulin resistance")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("] Muscle insulin") == 1 and "    also in: my library" in done.stdout
+    as_json = json.loads(run_cli_without_prefect(database_url, tmp_path, "search", "insulin resistance", "--json").stdout)
+    (paper,) = [s for s in as_json["sources"] if s["title"] == "Muscle insulin"]
+    assert paper["source"] == "test source" and [c["source_name"] for c in paper["also_in"]] == ["my library"]

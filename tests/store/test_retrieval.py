@@ -4,12 +4,14 @@ bad input."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from bench.synthetic_corpus import SyntheticCorpus
 from forum_atlas.embeddings import HashedEmbedder
+from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.rerank.none import NoReranker
 from forum_atlas.retrieval.model import RetrievalOptions
 from forum_atlas.retrieval.pipeline import retrieve
@@ -19,7 +21,7 @@ from forum_atlas.store.db import Database
 from forum_atlas.store.documents import ensure_embedding_index, register_embedder
 from forum_atlas.store.retrieval import Retriever
 from tests.conftest import _fresh_database
-from tests.support.corpus import ingest, record
+from tests.support.corpus import TEST_SOURCE, ingest, record
 
 EMBEDDER = HashedEmbedder()
 SIZE = 600
@@ -121,6 +123,35 @@ def test_retracted_documents_leave_both_legs(db):
     assert [s.chunk.title for s in after.sources] == [""] and len(after.sources) == 1
     for stage in after.stages[:2]:
         assert len(stage.candidates) == 1
+
+
+PAPER = ("Insulin resistance in skeletal muscle rises with age. Older adults lose muscle mass each decade. "
+         "Resistance training restores insulin sensitivity in older muscle.")
+
+
+def test_identical_content_from_two_sources_is_one_hit_naming_both(db):
+    """The same paper ingested twice (the demo's copy, the user's copy): one hit, the other copy named; a copy
+    that is retracted is not named; with one_per_document off no passage is listed twice either."""
+    demo = record("paper.pdf", PAPER, title="Muscle insulin", sector="health")
+    mine = replace(record("library/paper.pdf", PAPER, title="Muscle insulin", sector="health"),
+                   source=replace(TEST_SOURCE, name="my library"))
+    stale = replace(record("old/paper.pdf", PAPER, title="Muscle insulin", sector="health", retracted=True),
+                    source=replace(TEST_SOURCE, name="old library"))
+    ingest(db, [demo, mine, stale, record("pumps", "Insulin pumps for type 1 diabetes.", title="Pumps", sector="health")],
+           options=ChunkingOptions(max_chars=80, overlap_chars=0))
+    options = RetrievalOptions(dense_threshold=0.0, top_k=10)
+    result = hybrid(db, "insulin resistance in older muscle", options)
+    titles = [s.chunk.title for s in result.sources]
+    assert titles.count("Muscle insulin") == 1 and "Pumps" in titles
+    paper = next(s for s in result.sources if s.chunk.title == "Muscle insulin")
+    other = "my library" if paper.chunk.source_name == "test source" else "test source"
+    assert [c.source_name for c in paper.chunk.also_in] == [other]
+    assert paper.as_dict()["also_in"][0]["source_name"] == other
+    assert result.stage("rerank").parameters["identical_copies_merged"] >= 1
+
+    passages = hybrid(db, "insulin resistance in older muscle", replace(options, one_per_document=False)).sources
+    places = [(s.chunk.title, s.chunk.start_char) for s in passages]
+    assert len(places) == len(set(places)) and len([t for t, _ in places if t == "Muscle insulin"]) == 3
 
 
 @pytest.mark.parametrize("query, message", [
