@@ -29,7 +29,7 @@ import types
 from dataclasses import replace
 from pathlib import Path
 
-from bench.report import markdown_table
+from bench.report import load_line, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_FILE = "atlas/llm/offline_deliberation.py"
@@ -111,7 +111,7 @@ def report(r: dict, n_claims: int, seconds: float) -> str:
              f"{r['after'] / ceiling:.1%}"]]
     return "\n".join([
         f"## Rationale hits: {briefs} briefs ({n_claims} SciFact dev claims, those with gold rationale sentences; "
-        f"{seconds:.0f} s)", "",
+        f"{seconds:.0f} s; {load_line()})", "",
         f"retrieved passages hold a rationale sentence (the ceiling): {r['ceiling']} / {briefs} ({r['ceiling'] / briefs:.1%})",
         "", markdown_table(["engine", "verified [SOURCED] quotes", "briefs quoting a rationale sentence",
                             "share of the ceiling"], rows)])

@@ -272,7 +272,8 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
         cur = conn.cursor(row_factory=dict_row)
         brief = cur.execute(
             """SELECT b.*, s.seal, s.canonical::jsonb -> 'withheld' AS withheld,
-                      s.canonical::jsonb -> 'evidence_gathering' AS gathering
+                      s.canonical::jsonb -> 'evidence_gathering' AS gathering,
+                      s.canonical::jsonb -> 'passages' AS passages
                  FROM forum.briefs b JOIN forum.evidence_snapshots s USING (snapshot_id)
                 WHERE b.brief_id = %s""", (brief_id,)).fetchone()
         if brief is None:
@@ -290,6 +291,8 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
                  LEFT JOIN forum.documents d ON d.document_id = t.document_id
                  LEFT JOIN forum.sources src ON src.source_id = t.source_id
                 WHERE c.brief_id = %s ORDER BY c.section_ordinal, c.ordinal""", (brief_id,)).fetchall()
+    # where else each passage's identical content was, as sealed (briefs before issue 36 do not say)
+    copies = {p["chunk_id"]: tuple(p.get("also_in") or ()) for p in (brief["passages"] or {}).values()}
     by_section: dict[int, list[ClaimView]] = {}
     for c in claims:
         citation = None
@@ -300,7 +303,7 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
                 source_name=c["source_name"], url=c["url"], quote=c["cited_quote"], passage=c["passage"],
                 importance=c["importance"], quality_score=c["quality_score"], recency_label=c["recency_label"],
                 published_at=_iso(c["published_at"]), first_page=c["first_page"], last_page=c["last_page"],
-                section=c["section"], file=c["file"])
+                section=c["section"], file=c["file"], also_in=copies.get(c["chunk_id"], ()))
         by_section.setdefault(c["section_ordinal"], []).append(ClaimView(
             text=c["text"], tag=c["tag"], claimed_tag=c["claimed_tag"], verdict=c["verdict"], failed=c["failed"],
             detail=c["detail"], citation=citation))

@@ -38,7 +38,7 @@ def _passage(label: str, source: Source) -> Passage:
                    source_name=chunk.source_name, importance=chunk.importance, quality_score=chunk.quality_score,
                    url=chunk.url, published_at=chunk.published_at.isoformat() if chunk.published_at else None,
                    first_page=chunk.first_page, last_page=chunk.last_page, section=chunk.section, file=chunk.file,
-                   reader=chunk.reader)
+                   reader=chunk.reader, also_in=tuple(copy.describe() for copy in chunk.also_in))
 
 
 def round_passages(plan: Plan, results: Mapping[str, RetrievalResult]) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:

@@ -96,6 +96,7 @@ class Passage:
     section: str | None = None
     file: str | None = None           # the file the document was read from, and the reader that read it
     reader: str | None = None
+    also_in: tuple[str, ...] = ()     # the other sources holding identical content, e.g. "Library (paper.pdf)"
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,7 @@ class CitationView:
     last_page: int | None = None
     section: str | None = None
     file: str | None = None
+    also_in: tuple[str, ...] = ()     # the other sources that held the passage's identical content (snapshot)
 
 
 @dataclass(frozen=True)

@@ -75,10 +75,16 @@ def _recency(label: str) -> str:
     return "recency: " + _RECENCY.get(label, label.replace("_", " "))
 
 
+def _also_in(citation: CitationView) -> str:
+    """"also in: Library (paper.pdf)" when other sources held the identical passage, else ""."""
+    return "also in: " + "; ".join(_flat(c) for c in citation.also_in) if citation.also_in else ""
+
+
 def _pill_facts(citation: CitationView) -> list[str]:
-    """What a pill says after its label and title: source, quality, importance, recency."""
-    return [_flat(citation.source_name), f"quality {citation.quality_score}/5",
-            f"importance {citation.importance}/5", _recency(citation.recency_label)]
+    """What a pill says after its label and title: source, quality, importance, recency, other copies."""
+    facts = [_flat(citation.source_name), f"quality {citation.quality_score}/5",
+             f"importance {citation.importance}/5", _recency(citation.recency_label)]
+    return facts + ([_also_in(citation)] if citation.also_in else [])
 
 
 def _published(published_at: str | None) -> str:
@@ -336,9 +342,10 @@ def _cited(view: BriefView) -> list[tuple[str, str, CitationView]]:
 
 
 def _tooltip_facts(c: CitationView) -> list[tuple[str, str]]:
-    return [("Source", _flat(c.source_name)), *_place_facts(c), ("Quality", f"{c.quality_score}/5"),
-            ("Importance", f"{c.importance}/5"), ("Recency", _RECENCY.get(c.recency_label, c.recency_label)),
-            ("Published", _published(c.published_at))]
+    facts = [("Source", _flat(c.source_name)), *_place_facts(c), ("Quality", f"{c.quality_score}/5"),
+             ("Importance", f"{c.importance}/5"), ("Recency", _RECENCY.get(c.recency_label, c.recency_label)),
+             ("Published", _published(c.published_at))]
+    return facts + ([("Also in", "; ".join(_flat(x) for x in c.also_in))] if c.also_in else [])
 
 
 def _place_facts(c: CitationView) -> list[tuple[str, str]]:
@@ -449,7 +456,8 @@ def _html_passages(cited: list[tuple[str, str, CitationView]], anchors: dict[int
         place = [_e(f"{k.lower()} {v}" if k != "Pages" else v) for k, v in _place_facts(c)]
         facts = " · ".join([source, *place, f"quality {c.quality_score}/5", f"importance {c.importance}/5",
                             _e(_recency(c.recency_label)), f"published {_e(_published(c.published_at))}",
-                            f"document {c.document_id} v{c.document_version}, chunk {c.chunk_id}"])
+                            f"document {c.document_id} v{c.document_version}, chunk {c.chunk_id}",
+                            *([_e(_also_in(c))] if c.also_in else [])])
         back = " · ".join(f'<a href="#{a}">{_e(name)}</a>' for a, name in anchors_back)
         out.append(f'<article class="passage" id="{anchors[chunk_id]}">'
                    f'<h3><span class="label">{_e(c.label)}</span> {_e(_flat(c.title))}{_e(_pages_suffix(c))}</h3>'

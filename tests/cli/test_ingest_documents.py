@@ -125,3 +125,51 @@ def test_password_search_passage_and_a_brief_cite_pages(atlas_env, library, caps
     assert pages in render_markdown(view) and pages in render_html(view) and f"file {PAPER}" in render_html(view)
     passages = json.loads(snapshot)["passages"]
     assert any(p["file"] == PAPER and p["first_page"] and p["reader"].startswith("pypdfium2 ") for p in passages.values())
+
+
+ANSWERS = {  # issue 36: each brief quoted the document's title (or a methods sentence), not the answer
+    "How much honey did the apiary produce in 2023?": "148 kilograms",
+    "How much rainwater did the Millbrook school tanks collect?": "12,000 litres",
+    "What was the optimal growth temperature of the Asgard archaea ancestor of eukaryotes?": "around 53 °C",
+}
+
+
+def test_briefs_quote_the_answer_list_each_passage_once_and_name_a_second_copy(
+        atlas_env, tmp_path, shared_data, fixtures_dir, capsys):
+    """A Word report, a saved page and a paper, the paper ingested twice (the demo's copy, the user's): each
+    brief's [SOURCED] claims quote the figure asked for, its page lists each cited passage once, search shows
+    the paper once, and the paper's citation says where else the identical text is."""
+    from forum_atlas.cli.commands.brief import run_ask
+    from forum_atlas.deliberation.render import render_html, render_text
+    from forum_atlas.store.briefs import load_brief
+    from forum_atlas.store.db import Database
+
+    mine, demo = tmp_path / "mine", tmp_path / "demo"
+    mine.mkdir()
+    demo.mkdir()
+    for name in ("apiary.docx", "rainwater.html"):
+        shutil.copy(fixtures_dir / name, mine / name)
+    for folder in (mine, demo):
+        shutil.copy(shared_data / "documents" / "papers" / PAPER, folder / PAPER)
+    assert main(["ingest", str(demo), *SOURCE[:1], "Demo", *SOURCE[2:]]) == 0
+    assert main(["ingest", str(mine), *SOURCE]) == 0
+    capsys.readouterr()
+
+    assert main(["search", "optimal growth temperature of the Asgard ancestor of eukaryotes", "--json"]) == 0
+    sources = json.loads(capsys.readouterr().out)["sources"]
+    (paper,) = [s for s in sources if s["file"] == PAPER]
+    assert [c["source_name"] for c in paper["also_in"]] == [{"Demo": "Library", "Library": "Demo"}[paper["source"]]]
+
+    with Database.open() as db:
+        for question, answer in ANSWERS.items():
+            view = load_brief(db, run_ask(question))
+            sourced = [c for s in (view.synthesis, *view.sections) for c in s.claims if c.tag == "SOURCED"]
+            assert any(answer in " ".join(c.citation.quote.split()) for c in sourced), (question, [
+                c.citation.quote for c in sourced])
+            assert all(c.citation.quote.strip() != c.citation.title.strip() for c in sourced)
+            page = render_html(view)
+            assert page.count('<article class="passage"') == len({c.citation.chunk_id for c in sourced})
+            if answer == ANSWERS[next(reversed(ANSWERS))]:
+                cited = next(c.citation for c in sourced if answer in " ".join(c.citation.quote.split()))
+                assert len(cited.also_in) == 1 and cited.also_in[0].startswith(("Demo", "Library"))
+                assert f"also in: {cited.also_in[0]}" in render_text(view) and "also in: " in page

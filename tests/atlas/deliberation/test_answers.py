@@ -3,14 +3,8 @@ question does not already state, and which lines are headings."""
 
 import pytest
 
-from forum_atlas.deliberation.answers import (
-    AnswerKind,
-    asked_kind,
-    holds_answer,
-    is_heading,
-    reports_finding,
-    states_only_aim_or_method,
-)
+from forum_atlas.deliberation import answers
+from forum_atlas.deliberation.answers import AnswerKind
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -28,7 +22,7 @@ from forum_atlas.deliberation.answers import (
     ("Why can an elongation factor estimate habitat temperature?", None),
 ])
 def test_the_asked_kind(question, kind):
-    assert asked_kind(question) is kind
+    assert answers.asked_kind(question) is kind
 
 
 @pytest.mark.parametrize("kind, sentence, held", [
@@ -46,19 +40,19 @@ def test_the_asked_kind(question, kind):
     (AnswerKind.AGENT, "Builders finished the plant on time.", False),            # a capital that starts the sentence
 ])
 def test_holds_an_answer_the_question_does_not_state(kind, sentence, held):
-    assert holds_answer(kind, sentence, "How much honey did the apiary keep in 2023?") is held
+    assert answers.holds_answer(kind, sentence, "How much honey did the apiary keep in 2023?") is held
 
 
 def test_findings_aims_and_methods():
-    assert reports_finding("Supplementation lowered the fracture rate (p < 0.01).")
-    assert not reports_finding("We aimed to determine whether supplementation lowered the fracture rate.")
-    assert states_only_aim_or_method("Participants were recruited from 12 clinics.")
-    assert not states_only_aim_or_method("Fracture rates were not lower in the supplemented group.")
+    assert answers.reports_finding("Supplementation lowered the fracture rate (p < 0.01).")
+    assert not answers.reports_finding("We aimed to determine whether supplementation lowered the fracture rate.")
+    assert answers.states_only_aim_or_method("Participants were recruited from 12 clinics.")
+    assert not answers.states_only_aim_or_method("Fracture rates were not lower in the supplemented group.")
 
 
 def test_headings_are_not_statements():
     title = "Hillside Apiary: Honey Production Report 2023"
-    assert is_heading(title, title) and is_heading("Honey production", title)
-    assert is_heading("Hillside apiary: honey production report 2023.", title)   # the title, however written
-    assert not is_heading("The hives produced 148 kilograms of honey.", title)
-    assert not is_heading("Collisions involving cyclists | 9 | 3 | -6", title)    # a table row is data
+    assert answers.is_heading(title, title) and answers.is_heading("Honey production", title)
+    assert answers.is_heading("Hillside apiary: honey production report 2023.", title)   # the title, however written
+    assert not answers.is_heading("The hives produced 148 kilograms of honey.", title)
+    assert not answers.is_heading("Collisions involving cyclists | 9 | 3 | -6", title)    # a table row is data

@@ -312,6 +312,15 @@ def test_html_lists_a_passage_once_however_many_claims_cite_it():
     assert page.count("Cited by:") == 2 and ">Synthesis</a> · <a" in page
 
 
+def test_a_passage_held_by_two_sources_says_where_else_it_is():
+    copy = citation(also_in=("Library (paper.pdf)",))
+    v = view(synthesis=SectionView(role="coordinator", topic="t", claims=(sourced("c", copy),)), sections=())
+    assert "also in: Library (paper.pdf)]" in render_text(v)
+    page = render_html(v)
+    assert "<dt>Also in</dt><dd>Library (paper.pdf)</dd>" in page and "chunk 111 · also in: Library (paper.pdf)" in page
+    assert "also in" not in render_text(view())
+
+
 def test_html_escapes_hostile_titles_and_quotes():
     hostile = citation(cid=21, label="S1", title=HOSTILE_TITLE, quote=HOSTILE_QUOTE, passage=HOSTILE_PASSAGE,
                        source_name='Evil "src" <i>')
