@@ -291,8 +291,7 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
                  LEFT JOIN forum.documents d ON d.document_id = t.document_id
                  LEFT JOIN forum.sources src ON src.source_id = t.source_id
                 WHERE c.brief_id = %s ORDER BY c.section_ordinal, c.ordinal""", (brief_id,)).fetchall()
-    # where else each passage's identical content was, as sealed (briefs before issue 36 do not say)
-    copies = {p["chunk_id"]: tuple(p.get("also_in") or ()) for p in (brief["passages"] or {}).values()}
+    copies = _copies(brief["passages"])
     by_section: dict[int, list[ClaimView]] = {}
     for c in claims:
         citation = None
@@ -319,6 +318,13 @@ def load_brief(db: Database, brief_id: int) -> BriefView:
         audit=AuditSummary(**brief["audit"]), engines=dict(brief["engines"]), extractive=brief["extractive"],
         snapshot_id=brief["snapshot_id"], seal=brief["seal"], redactions=brief["redactions"],
         flow_run_id=brief["flow_run_id"], **_evidence_base(brief["withheld"], brief["gathering"]))
+
+
+def _copies(passages: dict | list | None) -> dict[int, tuple[str, ...]]:
+    """Chunk id -> where else its passage's identical content was, as the snapshot sealed it (a brief
+    sealed before issue 36 does not say)."""
+    entries = passages.values() if isinstance(passages, dict) else passages or ()
+    return {p["chunk_id"]: tuple(p.get("also_in") or ()) for p in entries if isinstance(p, dict) and "chunk_id" in p}
 
 
 def _evidence_base(withheld: list[dict] | None, gathering: dict | None) -> dict[str, Any]:
