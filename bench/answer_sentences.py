@@ -1,6 +1,6 @@
 """Does the offline engine quote the answer? Gold rationale sentences on SciFact dev claims (issue 36).
 
-    python -m bench.answer_sentences               # the 300 dev claims; ~10 min on 2 cores at load
+    python -m bench.answer_sentences               # the 300 dev claims; ~3 min on 2 cores at load 20
     python -m bench.answer_sentences --claims 100
 
 Each SciFact dev claim is asked as a question over the full SciFact corpus, retrieval as the pipeline
