@@ -39,7 +39,7 @@ from forum_atlas.retrieval.model import (
     RetrievalResult,
     StageResult,
 )
-from forum_atlas.retrieval.query import QueryError, check_options, clean_query
+from forum_atlas.retrieval.query import NO_SEARCHABLE_WORDS, QueryError, check_options, clean_query
 from forum_atlas.store.db import Database, shared_database
 
 # pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
@@ -94,7 +94,7 @@ def bm25(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> Sta
         candidates=[Candidate(r["chunk_id"], r["rank"], r["score"]) for r in rows], outcome=outcome)
     if not rows:
         terms = conn.execute("SELECT count(*) AS n FROM forum.bm25_query_terms(%s)", (query,)).fetchone()["n"]
-        stage.note = ("the query has no searchable words (only stop words or punctuation)" if terms == 0
+        stage.note = (NO_SEARCHABLE_WORDS if terms == 0
                       else "no searchable chunk contains a query term" + (" within the filters" if options.filtered else ""))
     return stage
 

@@ -26,6 +26,9 @@ def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkey
     assert "1 file stored (7 pages" in paper
     assert re.search(r"\[S\d+ · Evolution of optimal growth temperature.* · p\. \d+(–\d+)? · Nature Communications", paper), \
         "the brief cites the paper with its page"
+    stored = out[out.index("7. what is stored"):]
+    assert re.search(r"\ndocuments +201\n", stored) and re.search(r"\nsources +2\n", stored), \
+        "the table counts what the last step stored"
     assert main(["demo", "--report-dir", str(tmp_path)]) == 0, "the demo can be run again"
     again = capsys.readouterr().out
     assert re.search(r"documents_added +0\b", again) and "| forecasts | 5 |" in again
