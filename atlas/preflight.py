@@ -9,9 +9,10 @@ import re
 from functools import cache
 from pathlib import Path
 
-from forum_atlas.ingestion.records import Format, InputError, detect_format, document_files
 from forum_atlas.resources import data_file
-from forum_atlas.retrieval.query import NO_SEARCHABLE_WORDS
+
+# What `atlas search` says of such a query (its BM25 stage's note), and what `atlas ask` refuses it with.
+NO_SEARCHABLE_WORDS = "the query has no searchable words (only stop words or punctuation)"
 
 # PostgreSQL's text-search parser splits words at anything but letters and digits; a number is searchable.
 _TOKEN = re.compile(r"[^\W_]+")
@@ -21,8 +22,10 @@ class PreflightError(ValueError):
     """Input refused before anything started; the message says what to change."""
 
 
-def check_ingest_path(path: Path, fmt: Format | str = "auto") -> Format:
+def check_ingest_path(path: Path, fmt: str = "auto") -> str:
     """The input's format, once it is known to exist and, for documents in a folder, to hold a file."""
+    from forum_atlas.ingestion.records import InputError, detect_format, document_files   # ~0.5 s: ingest's only
+
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
@@ -35,17 +38,19 @@ def check_ingest_path(path: Path, fmt: Format | str = "auto") -> Format:
 
 
 def check_data_dir(data_dir: Path) -> None:
-    """The embedded database's folder (ATLAS_DATA_DIR): a folder this user can write, or one it can create."""
+    """The embedded database's directory (ATLAS_DATA_DIR): one this user can write, or one it can create."""
     data_dir = Path(data_dir)
     existing = data_dir
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    # worded as the embedded server's own check words it (runtime/pgserver.py), which this one runs ahead of
+    where = "" if existing == data_dir else f" cannot be created: {existing}"
     if not existing.is_dir():
-        raise PreflightError(f"the data directory {data_dir} (ATLAS_DATA_DIR) cannot be used: {existing} is a file, "
-                             "not a folder; point ATLAS_DATA_DIR at a folder")
+        raise PreflightError(f"the data directory {data_dir}{where} is a file, not a directory: set ATLAS_DATA_DIR "
+                             "to a directory (it is created if missing)")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise PreflightError(f"the data directory {data_dir} (ATLAS_DATA_DIR) cannot be used: {existing} is not "
-                             "writable by this user; point ATLAS_DATA_DIR at a folder you can write")
+        raise PreflightError(f"the data directory {data_dir}{where} is not writable by this user: set ATLAS_DATA_DIR "
+                             "to a directory you can write (it is created if missing)")
 
 
 @cache

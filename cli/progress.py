@@ -20,28 +20,14 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-class TerminalProgress:
-    """An `IngestWatcher` (forum_atlas.ingestion.progress) that draws rich progress bars on the terminal."""
+class _TallyingWatcher:
+    """An `IngestWatcher` (forum_atlas.ingestion.progress) that counts in an `IngestTally`, then shows it."""
 
-    def __init__(self) -> None:
-        self.tally = IngestTally()
-        self._progress = self._reading = self._embedding = None
-
-    def stage(self, name: str) -> None:
-        from rich.console import Console
-
-        (self._progress.console if self._progress else Console(stderr=True)).print(f"ingest: {name}")
+    def __init__(self, tally: IngestTally) -> None:
+        self.tally = tally
 
     def start(self, total_bytes: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TimeRemainingColumn
-
         self.tally.start(total_bytes)
-        self._progress = Progress("[progress.description]{task.description}", BarColumn(), "{task.fields[done]}",
-                                  "{task.fields[detail]}", TimeRemainingColumn(), console=Console(stderr=True))
-        self._reading = self._progress.add_task("reading  ", total=total_bytes, done="", detail="")
-        self._embedding = self._progress.add_task("embedding", total=None, done="", detail="")
-        self._progress.start()
 
     def page(self, number: int) -> None:
         self.tally.page()
@@ -58,6 +44,33 @@ class TerminalProgress:
     def chunks_embedded(self, count: int) -> None:
         self.tally.embed(count)
         self._show()
+
+    def _show(self) -> None:
+        raise NotImplementedError
+
+
+class TerminalProgress(_TallyingWatcher):
+    """Rich progress bars on the terminal."""
+
+    def __init__(self) -> None:
+        super().__init__(IngestTally())
+        self._progress = self._reading = self._embedding = None
+
+    def stage(self, name: str) -> None:
+        from rich.console import Console
+
+        (self._progress.console if self._progress else Console(stderr=True)).print(f"ingest: {name}")
+
+    def start(self, total_bytes: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TimeRemainingColumn
+
+        super().start(total_bytes)
+        self._progress = Progress("[progress.description]{task.description}", BarColumn(), "{task.fields[done]}",
+                                  "{task.fields[detail]}", TimeRemainingColumn(), console=Console(stderr=True))
+        self._reading = self._progress.add_task("reading  ", total=total_bytes, done="", detail="")
+        self._embedding = self._progress.add_task("embedding", total=None, done="", detail="")
+        self._progress.start()
 
     def _show(self) -> None:
         if self._progress is None:
@@ -77,12 +90,12 @@ class TerminalProgress:
             self._progress.stop()
 
 
-class LineProgress:
-    """An `IngestWatcher` for output that is not a terminal: a line per stage, and one on the reading and the
-    embedding at most every `every` seconds (and when the embedding ends)."""
+class LineProgress(_TallyingWatcher):
+    """For output that is not a terminal: a line per stage, and one on the reading and the embedding at most every
+    `every` seconds (and when the last chunk planned is embedded)."""
 
     def __init__(self, stream: TextIO | None = None, every: float = LINE_SECONDS, clock=time.monotonic) -> None:
-        self.tally = IngestTally(clock)
+        super().__init__(IngestTally(clock))
         self._stream, self._every, self._clock = stream, every, clock
         self._last = clock()
 
@@ -96,26 +109,14 @@ class LineProgress:
         self._print(name)
 
     def start(self, total_bytes: int) -> None:
-        self.tally.start(total_bytes)
+        super().start(total_bytes)
         self._last = self._clock()
-
-    def page(self, number: int) -> None:
-        self.tally.page()
-        self._maybe()
-
-    def advance(self, bytes_done: int, files: int) -> None:
-        self.tally.advance(bytes_done, files)
-        self._maybe()
-
-    def chunks_planned(self, count: int) -> None:
-        self.tally.plan(count)
-        self._maybe()
 
     def chunks_embedded(self, count: int) -> None:
         self.tally.embed(count)
-        self._maybe(force=self.tally.embedded >= self.tally.expected_chunks())
+        self._show(force=self.tally.embedded >= self.tally.expected_chunks())
 
-    def _maybe(self, force: bool = False) -> None:
+    def _show(self, force: bool = False) -> None:
         if force or self._clock() - self._last >= self._every:
             self._last = self._clock()
             self._print(self.line())

@@ -25,6 +25,7 @@ from psycopg import sql
 
 from forum_atlas.config import Settings
 from forum_atlas.embeddings import Embedder, embedder_for
+from forum_atlas.preflight import NO_SEARCHABLE_WORDS
 from forum_atlas.providers import ProviderError, ProviderOutcome
 from forum_atlas.rerank import Reranker, reranker_for
 from forum_atlas.retrieval import stages
@@ -39,7 +40,7 @@ from forum_atlas.retrieval.model import (
     RetrievalResult,
     StageResult,
 )
-from forum_atlas.retrieval.query import NO_SEARCHABLE_WORDS, QueryError, check_options, clean_query
+from forum_atlas.retrieval.query import QueryError, check_options, clean_query
 from forum_atlas.store.db import Database, shared_database
 
 # pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to

@@ -24,6 +24,7 @@ import dateutil.parser
 from forum_atlas.ingestion.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document, release_freed_memory
 from forum_atlas.ingestion.documents.detect import SNIFF_BYTES
 from forum_atlas.ingestion.documents.text import decode_utf8
+from forum_atlas.ingestion.sources import SOURCE_DEFAULTS, SOURCE_SCORES, default_source_name
 
 Format = Literal["jsonl", "folder", "beir"]
 # A batch of documents holds at most this many bytes of files, however many files `batch_size` allows:
@@ -51,9 +52,6 @@ class InputError(ValueError):
 
 
 DOCUMENTS_NEED_SOURCE = "documents need a source (name, importance, quality, licence): see complete_source"
-SOURCE_SCORES = (1, 2, 3, 4, 5)   # a source's importance and quality; validation refuses any other value
-# What a new source of documents gets for what its ingest did not state (a known source keeps its own).
-SOURCE_DEFAULTS = {"importance": 3, "quality_score": 3, "licence": "unknown"}
 
 
 @dataclass(frozen=True)
@@ -67,12 +65,6 @@ class SourceInfo:
 
 
 SOURCE_FIELDS = ("importance", "quality_score", "sector", "licence", "url")
-
-
-def default_source_name(path: Path) -> str:
-    """The source of documents no name was given for: the folder's name (a single file: its folder's)."""
-    path = Path(path).expanduser().resolve()
-    return (path if path.is_dir() else path.parent).name or str(path)
 
 
 def complete_source(path: Path, stated: dict[str, Any], stored: SourceInfo | None) -> tuple[SourceInfo, list[str]]:

@@ -13,8 +13,6 @@ from datetime import datetime, timezone
 from forum_atlas.retrieval.model import RetrievalOptions
 
 MAX_QUERY_CHARS = 4000
-# What BM25 says of a query with no word it can search for (`atlas search`), and what `atlas ask` refuses with.
-NO_SEARCHABLE_WORDS = "the query has no searchable words (only stop words or punctuation)"
 
 
 class QueryError(ValueError):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from forum_atlas.cli.output import table
 from forum_atlas.config import EMBEDDER_NAMES
-from forum_atlas.ingestion.records import SOURCE_DEFAULTS, SOURCE_SCORES, default_source_name
+from forum_atlas.ingestion.sources import SOURCE_DEFAULTS, SOURCE_SCORES, default_source_name
 from forum_atlas.runtime.prefect_api import flow_session
 
 SOME_FILES_FAILED = 3

@@ -59,9 +59,11 @@ def test_data_dirs(tmp_path):
     check_data_dir(tmp_path / "new" / "deeper")   # to be created: its nearest existing parent is writable
     file = tmp_path / "file"
     file.write_text("")
-    for bad in (file, file / "pgdata"):
-        with pytest.raises(PreflightError, match=r"is a file, not a folder"):
-            check_data_dir(bad)
+    with pytest.raises(PreflightError, match=rf"^the data directory {file} is a file, not a directory: set ATLAS_DATA_DIR"):
+        check_data_dir(file)
+    with pytest.raises(PreflightError, match=rf"^the data directory {file / 'pgdata'} cannot be created: {file} is a "
+                                             "file, not a directory"):
+        check_data_dir(file / "pgdata")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes any folder")

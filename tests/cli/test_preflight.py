@@ -39,8 +39,8 @@ def test_a_data_dir_that_is_a_file_is_refused(tmp_path):
     not_a_folder.write_text("")
     run = _atlas(tmp_path, "ingest", str(tmp_path / "library"), data_dir=not_a_folder)
     assert run.returncode == 1
-    assert f"the data directory {not_a_folder} (ATLAS_DATA_DIR) cannot be used" in run.stderr
-    assert "is a file, not a folder" in run.stderr
+    assert run.stderr.startswith(f"atlas: error: the data directory {not_a_folder} is a file, not a directory: set "
+                                 "ATLAS_DATA_DIR to a directory")
 
 
 def test_a_stop_words_question_says_what_search_says(tmp_path):
