@@ -22,7 +22,7 @@ from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
 def _prefect_defaults(verbose: bool) -> None:
     """Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout
     for the shared local Prefect API that the first flow command of a Prefect home starts when no
-    PREFECT_API_URL is set. Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
+    PREFECT_API_URL is set (90 s on a quiet machine, scaled by the load: runtime/startup.py). Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
     terminal shows Prefect's log lines only with --verbose (its console handler), so a failed command
     prints one line. Set before any handler imports Prefect, which reads them once."""
     defaults = {
