@@ -181,15 +181,17 @@ def ingest(
         raise failure from None   # an earlier batch failed: as in a single-process run, its failure is the run's
     finally:
         writes.close()
-        # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
-        if watcher:
-            watcher.stage("building the vector index")
-        index_seconds = build_index(settings, model["model_id"])
-        if watcher:
-            watcher.stage("merging the BM25 postings")
-        compaction = compact_postings(settings)
-        if watcher:
-            watcher.close()
+        try:
+            # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
+            if watcher:
+                watcher.stage("building the vector index")
+            index_seconds = build_index(settings, model["model_id"])
+            if watcher:
+                watcher.stage("merging the BM25 postings")
+            compaction = compact_postings(settings)
+        finally:
+            if watcher:
+                watcher.close()
 
     elapsed = time.perf_counter() - started
     summary = {
