@@ -4,6 +4,7 @@ command that needs no flow (status, verify, search) never pays Prefect's start-u
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
@@ -13,6 +14,7 @@ import warnings
 
 from forum_atlas.cli import commands
 from forum_atlas.cli.output import TerminalSafeStream, terminal_safe
+from forum_atlas.cli.preflight import preflight
 from forum_atlas.failures import is_expected, one_line
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
 
@@ -20,7 +22,7 @@ from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
 def _prefect_defaults(verbose: bool) -> None:
     """Offline by default (PLATFORM.md): no analytics, no telemetry, and a generous start-up timeout
     for the shared local Prefect API that the first flow command of a Prefect home starts when no
-    PREFECT_API_URL is set. Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
+    PREFECT_API_URL is set (90 s on a quiet machine, scaled by the load: runtime/startup.py). Flow and task runs log at INFO to the Prefect API (every run's Logs tab has its lines); the
     terminal shows Prefect's log lines only with --verbose (its console handler), so a failed command
     prints one line. Set before any handler imports Prefect, which reads them once."""
     defaults = {
@@ -50,12 +52,35 @@ def _project_log(verbose: bool) -> None:
     project.propagate = False
 
 
+class AtlasParser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command or choice (every sub-command's parser is one too)."""
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is not None and isinstance(value, str) and value not in action.choices:
+            if close := difflib.get_close_matches(value, [str(c) for c in action.choices], n=1):
+                choices = ", ".join(map(repr, action.choices))
+                raise argparse.ArgumentError(action, f"invalid choice: {value!r}; did you mean {close[0]!r}? "
+                                                     f"(choose from {choices})")
+        super()._check_value(action, value)
+
+
+def _name_subcommands(parser: argparse.ArgumentParser) -> None:
+    """A group of sub-commands is named by its sub-commands ({list,update}) in usage and errors, not by its dest."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if action.metavar is None:
+                action.metavar = "{" + ",".join(action.choices) + "}"
+            for sub in action.choices.values():
+                _name_subcommands(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="atlas", description="Forum Atlas: evidence-grounded briefs and scoreable forecasts")
+    parser = AtlasParser(prog="atlas", description="Forum Atlas: evidence-grounded briefs and scoreable forecasts")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     groups = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"forum_atlas.cli.commands.{module.name}").register(groups)
+    _name_subcommands(parser)
     return parser
 
 
@@ -70,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     _project_log(args.verbose)
     stdout, sys.stdout = sys.stdout, TerminalSafeStream(sys.stdout)
     try:
+        preflight(args)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         return 130

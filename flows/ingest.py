@@ -50,6 +50,7 @@ from forum_atlas.tasks.ingest import (
     build_index,
     check_input,
     compact_postings,
+    document_source,
     embedder_stats,
     load_batch,
     prepare_batch,
@@ -65,12 +66,18 @@ warm_up_in_background()
 
 
 class SourceParams(BaseModel):
-    """The source of a folder of files (JSONL rows carry their own; BEIR defaults to SciFact's)."""
+    """The source of a folder of files (JSONL rows carry their own; BEIR defaults to SciFact's). For documents,
+    what is left empty is filled in: the name from the folder, the rest from the stored source of that name, else
+    importance 3, quality 3, licence "unknown" (`complete_source`)."""
 
-    name: str = Field(min_length=1, description="the source's name (sources are matched by name)")
-    importance: int = Field(ge=1, le=5, description="5 = canonical, 1 = supplemental")
-    quality_score: int = Field(ge=1, le=5, description="5 = highest editorial quality, 1 = lowest")
-    licence: str = Field(min_length=1, description="licence of the texts, e.g. CC-BY-4.0")
+    name: str | None = Field(default=None, min_length=1, description="the source's name (sources are matched by "
+                                                                     "name); empty = the folder's name")
+    importance: int | None = Field(default=None, ge=1, le=5, description="5 = canonical, 1 = supplemental; "
+                                                                         "empty = 3 for a new source")
+    quality_score: int | None = Field(default=None, ge=1, le=5, description="5 = highest editorial quality, 1 = "
+                                                                           "lowest; empty = 3 for a new source")
+    licence: str | None = Field(default=None, min_length=1, description="licence of the texts, e.g. CC-BY-4.0; "
+                                                                       "empty = \"unknown\" for a new source")
     url: str | None = Field(default=None, description="the source's home page")
     sector: str | None = Field(default=None, description="retrieval filter sector; empty = \"general\" for a new "
                                                          "source, its own for a known one")
@@ -100,7 +107,7 @@ def ingest(
         path: a JSONL file, a BEIR corpus.jsonl, or documents: a folder (read recursively) or one file of
             PDF, HTML, DOCX, Markdown or text, each recognised by its content
         format: auto detects it from the path (folder: documents)
-        source: the source of a folder's files (JSONL rows carry their own)
+        source: the source of a folder's files (JSONL rows carry their own); empty fields are filled in
         batch_size: rows per validated, atomic write
         chunk_chars: largest chunk, in characters
         overlap_chars: whole sentences repeated between chunks, at most this long
@@ -124,23 +131,33 @@ def ingest(
     if not input_path.exists():
         raise InputError(f"{input_path}: no such file or folder")
     fmt = detect_format(input_path) if format == "auto" else format
-    source_info = SourceInfo(**source.model_dump()) if source else None
+    if fmt == "folder":
+        source_info, defaulted = document_source(settings, input_path, source.model_dump() if source else {})
+        if defaulted:
+            get_run_logger().info(f"source {source_info.name!r}: defaults for {', '.join(defaulted)}")
+    else:
+        source_info = SourceInfo(**source.model_dump()) if source else None
     document_options = DocumentOptions(
         pdf_password=pdf_password.get_secret_value() if pdf_password else None, max_file_bytes=max_file_bytes,
         max_record_bytes=settings.max_record_bytes, url=document_url)
     total_bytes = sum(p.stat().st_size for p in input_path.rglob("*") if p.is_file()) if input_path.is_dir() else input_path.stat().st_size
 
     run_id = flow_run_id()
+    # through the module: a ContextVar among the flow function's globals would make it unpicklable for Dask
+    watcher = ingest_progress.ingest_watcher.get()
+    runner = FlowRunContext.get().task_runner
+    # Dask workers run in other processes: the watcher of this one cannot travel there
+    embed_watcher = watcher if in_process(runner) else None
+    if watcher:
+        watcher.stage("checking the input")
     checked = check_input(settings, input_path, fmt, source_info, settings.max_record_bytes, run_started)
     model = begin_load(settings, total_bytes if checked.new_bytes is None else checked.new_bytes, index_mode, options)
     embed_stats_start = embedder_stats(settings)
     progress_id = create_progress_artifact(progress=0.0, key="ingest-progress", description=f"ingesting {input_path.name}")
-    # through the module: a ContextVar among the flow function's globals would make it unpicklable for Dask
-    watcher = ingest_progress.ingest_watcher.get()
     if watcher:
+        watcher.stage(f"reading, chunking and embedding with {model['embedder']}")
         watcher.start(total_bytes)
 
-    runner = FlowRunContext.get().task_runner
     log, rows_seen, files = CommitLog(input_path.name), 0, []
     writes = OrderedWrites(settings, run_id, log, ahead=parallel_slots(runner))
     try:
@@ -152,7 +169,7 @@ def ingest(
             batch = skip_stored(settings, batch)
             rows_seen += len(batch.records)
             files += _file_outcomes(batch)
-            writes.add(number, raw, prepare_batch.submit(settings, batch, options))
+            writes.add(number, raw, prepare_batch.submit(settings, batch, options, embed_watcher))
             update_progress_artifact(progress_id, progress=100.0 * raw.bytes_read / max(total_bytes, 1))
             if watcher:
                 watcher.advance(raw.bytes_read, len(files))
@@ -164,11 +181,17 @@ def ingest(
         raise failure from None   # an earlier batch failed: as in a single-process run, its failure is the run's
     finally:
         writes.close()
-        if watcher:
-            watcher.close()
-        # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
-        index_seconds = build_index(settings, model["model_id"])
-        compaction = compact_postings(settings)
+        try:
+            # A bulk load dropped the index: even a failed run leaves its committed batches indexed.
+            if watcher:
+                watcher.stage("building the vector index")
+            index_seconds = build_index(settings, model["model_id"])
+            if watcher:
+                watcher.stage("merging the BM25 postings")
+            compaction = compact_postings(settings)
+        finally:
+            if watcher:
+                watcher.close()
 
     elapsed = time.perf_counter() - started
     summary = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -27,6 +28,7 @@ from pathlib import Path
 
 _LOCK, _STATE, _LEASES, _LOG = "atlas-api.lock", "atlas-api.json", "atlas-api.leases", "atlas-api.log"
 _SHUTDOWN_GRACE_SECONDS = 10
+START_ATTEMPTS = 2   # a start that failed under load is tried once more (with the timeout measured anew)
 # Prefect's logging configuration, overridden by environment: the level of its terminal handler
 QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
@@ -130,8 +132,25 @@ def _is_shared_server(pid: int) -> bool:
 
 
 def _start_api(home: Path) -> str:
-    """Start the shared API (under the lock) and return its URL once it answers."""
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
+    """Start the shared API (under the lock) and return its URL once it answers; a failed start is tried again
+    once. The wait is PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS scaled by the machine's load."""
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    from forum_atlas.runtime.startup import load_aware_timeout
+
+    def timeout() -> float:
+        return load_aware_timeout(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+
+    for _ in range(START_ATTEMPTS - 1):
+        try:
+            return _start_api_once(home, timeout())
+        except RuntimeError as failed:
+            logging.getLogger(__name__).warning(f"{failed}; starting it again")
+    return _start_api_once(home, timeout())
+
+
+def _start_api_once(home: Path, timeout: float) -> str:
+    from prefect.settings import get_current_settings
 
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
            **get_current_settings().to_environment_variables(exclude_unset=True)}
@@ -142,7 +161,6 @@ def _start_api(home: Path) -> str:
     with open(home / _LOG, "wb") as log:
         process = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.prefect_api", "serve"], env=env,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
     try:
         deadline = time.monotonic() + timeout
         while (url := _running_api(home)) is None:

@@ -97,6 +97,13 @@ def check_sources(db: Database, stated: dict[str, tuple[str, SourceInfo]]) -> No
             raise conflict
 
 
+def stored_source(db: Database, name: str) -> SourceInfo | None:
+    """The stored metadata of the source `name`, or None for a new source."""
+    with db.connection() as conn:
+        row = conn.execute(f"SELECT {', '.join(SOURCE_FIELDS)} FROM forum.sources WHERE name = %s", (name,)).fetchone()
+    return _stored_source(name, row) if row else None
+
+
 def _stored_source(name: str, row: dict) -> SourceInfo:
     return SourceInfo(name=name, **{f: row[f] for f in SOURCE_FIELDS})
 

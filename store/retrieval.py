@@ -25,6 +25,7 @@ from psycopg import sql
 
 from forum_atlas.config import Settings
 from forum_atlas.embeddings import Embedder, embedder_for
+from forum_atlas.preflight import NO_SEARCHABLE_WORDS
 from forum_atlas.providers import ProviderError, ProviderOutcome
 from forum_atlas.rerank import Reranker, reranker_for
 from forum_atlas.retrieval import stages
@@ -95,7 +96,7 @@ def bm25(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> Sta
         candidates=[Candidate(r["chunk_id"], r["rank"], r["score"]) for r in rows], outcome=outcome)
     if not rows:
         terms = conn.execute("SELECT count(*) AS n FROM forum.bm25_query_terms(%s)", (query,)).fetchone()["n"]
-        stage.note = ("the query has no searchable words (only stop words or punctuation)" if terms == 0
+        stage.note = (NO_SEARCHABLE_WORDS if terms == 0
                       else "no searchable chunk contains a query term" + (" within the filters" if options.filtered else ""))
     return stage
 

@@ -24,10 +24,13 @@ from forum_atlas.embeddings.base import stats_of
 from forum_atlas.ingestion import preparation
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.ingestion.preparation import BatchInFlight, CommitLog, InputCheck, WriteResult
+from forum_atlas.ingestion.progress import IngestWatcher
 from forum_atlas.ingestion.records import (
     DocumentOptions,
     Format,
     SourceInfo,
+    complete_source,
+    default_source_name,
     load_documents,
     load_rows,
     scan_input,
@@ -61,6 +64,14 @@ def _transient(task: object, task_run: object, state: State) -> bool:
 def _refuse(report: ValidationReport, description: str) -> None:
     create_markdown_artifact(key="ingest-validation-failure", markdown=report.as_markdown(), description=description)
     raise BatchValidationError(report)
+
+
+@task(name="document-source", task_run_name="document-source", cache_policy=NO_CACHE, persist_result=False)
+def document_source(settings: Settings, path: Path, stated: dict) -> tuple[SourceInfo, list[str]]:
+    """The source of a folder's (or a document file's) documents, what the run did not state filled in: see
+    `complete_source`. Returns it and the fields that took a default."""
+    name = stated.get("name") or default_source_name(path)
+    return complete_source(path, stated, documents.stored_source(shared_database(settings), name))
 
 
 @task(name="check-input", task_run_name="check-input", cache_policy=NO_CACHE, persist_result=False)
@@ -129,10 +140,16 @@ def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
 
 
 @batch_task("prepare-batch")
-def prepare_batch(settings: Settings, batch: BatchInFlight, options: ChunkingOptions) -> BatchInFlight:
+def prepare_batch(settings: Settings, batch: BatchInFlight, options: ChunkingOptions,
+                  watcher: IngestWatcher | None = None) -> BatchInFlight:
     """Chunk the new records, then embed them and the stored chunks new to this embedder: the batch's CPU
-    work, pure, one task so that a Dask worker takes a batch whole (no hop between the two steps)."""
-    batch.prepared = preparation.prepare(batch.new_records, embedder_for(settings), options, batch.stored_chunks)
+    work, pure, one task so that a Dask worker takes a batch whole (no hop between the two steps). A watcher
+    (in-process runs only) is told the chunks planned, then embedded as the embedder goes."""
+    planned = preparation.plan_chunks(batch.new_records, options, batch.stored_chunks)
+    if watcher:
+        watcher.chunks_planned(planned.chunk_count + len(planned.stored_chunks))
+    batch.prepared = preparation.embed_chunks(planned, embedder_for(settings),
+                                              watcher.chunks_embedded if watcher else None)
     return batch
 
 

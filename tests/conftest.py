@@ -163,11 +163,11 @@ def db(settings):
 
 @pytest.fixture(scope="session")
 def prefect_env():
-    """A temporary Prefect API for the whole session (entering it costs ~14 s, so only once)."""
+    """A temporary Prefect API for the whole session (entering it costs ~14 s, so only once), started with a
+    load-aware timeout and a retry (tests/support/prefect_server.py)."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=90), temporary_settings(
-        updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
-    ):
+    from tests.support.prefect_server import prefect_test_server
+
+    with prefect_test_server(), temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield

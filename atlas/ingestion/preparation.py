@@ -6,7 +6,7 @@ writes the result in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -20,6 +20,9 @@ from forum_atlas.ingestion.records import FileOutcome, RawBatch, Record
 # under load; BENCHMARKS.md "One large record"). So rebuilding is cheaper than inserting `new` vectors into
 # an index over `stored` ones when stored + new < 8 × new.
 INSERT_TO_BUILD_COST = 8
+# Texts per embedder call when someone watches the embedding (`on_embedded`): progress between calls, at the cost
+# of a call boundary per slice (slices are cut from the whole batch sorted by length, so they pad as little).
+EMBED_SLICE = 256
 
 
 def rebuild_is_cheaper(stored_vectors: int, new_vectors: int) -> bool:
@@ -147,18 +150,34 @@ def plan_chunks(records: Sequence[Record], options: ChunkingOptions,
     return PreparedBatch(documents, list(stored_chunks))
 
 
-def embed_chunks(batch: PreparedBatch, embedder: Embedder) -> PreparedBatch:
+def embed_chunks(batch: PreparedBatch, embedder: Embedder,
+                 on_embedded: Callable[[int], None] | None = None) -> PreparedBatch:
     """Embed the whole batch in one call: each embedder batches within its own limits (API request
-    sizes, the ONNX model's length-sorted batches), and sorting by length pads least over the whole batch."""
+    sizes, the ONNX model's length-sorted batches), and sorting by length pads least over the whole batch.
+    With `on_embedded` (told how many texts each call embedded), in calls of EMBED_SLICE texts of similar length."""
     new_texts = batch.chunk_texts()
     texts = new_texts + [s.text for s in batch.stored_chunks]
-    matrix = embedder.embed_documents(texts) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
-    if matrix.shape != (len(texts), embedder.dim):
-        raise ValueError(f"{embedder.name} returned {matrix.shape}, expected {(len(texts), embedder.dim)}")
+    if not texts:
+        matrix = np.zeros((0, embedder.dim), dtype=np.float32)
+    elif on_embedded is None:
+        matrix = _checked(embedder, embedder.embed_documents(texts), len(texts))
+    else:
+        matrix = np.empty((len(texts), embedder.dim), dtype=np.float32)
+        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(texts), EMBED_SLICE):
+            rows = by_length[start:start + EMBED_SLICE]
+            matrix[rows] = _checked(embedder, embedder.embed_documents([texts[i] for i in rows]), len(rows))
+            on_embedded(len(rows))
     batch.embeddings, batch.stored_embeddings = matrix[:len(new_texts)], matrix[len(new_texts):]
     batch.embedder_name, batch.embedder_engine = embedder.name, embedder.engine
     batch.embedder_version, batch.dim = embedder.version, embedder.dim
     return batch
+
+
+def _checked(embedder: Embedder, matrix: np.ndarray, count: int) -> np.ndarray:
+    if matrix.shape != (count, embedder.dim):
+        raise ValueError(f"{embedder.name} returned {matrix.shape}, expected {(count, embedder.dim)}")
+    return matrix
 
 
 def prepare(records: Sequence[Record], embedder: Embedder, options: ChunkingOptions = ChunkingOptions(),

@@ -24,6 +24,7 @@ import dateutil.parser
 from forum_atlas.ingestion.documents import DEFAULT_MAX_FILE_BYTES, DocumentError, read_document, release_freed_memory
 from forum_atlas.ingestion.documents.detect import SNIFF_BYTES
 from forum_atlas.ingestion.documents.text import decode_utf8
+from forum_atlas.ingestion.sources import SOURCE_DEFAULTS, SOURCE_SCORES, default_source_name
 
 Format = Literal["jsonl", "folder", "beir"]
 # A batch of documents holds at most this many bytes of files, however many files `batch_size` allows:
@@ -50,8 +51,7 @@ class InputError(ValueError):
     """The input cannot be read at all (wrong encoding, binary file, malformed JSON line)."""
 
 
-FOLDER_NEEDS_SOURCE = "a folder of files needs a source (name, importance, quality, licence) for all its files"
-SOURCE_SCORES = (1, 2, 3, 4, 5)   # a source's importance and quality; validation refuses any other value
+DOCUMENTS_NEED_SOURCE = "documents need a source (name, importance, quality, licence): see complete_source"
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,21 @@ class SourceInfo:
 
 
 SOURCE_FIELDS = ("importance", "quality_score", "sector", "licence", "url")
+
+
+def complete_source(path: Path, stated: dict[str, Any], stored: SourceInfo | None) -> tuple[SourceInfo, list[str]]:
+    """The source of documents with what its ingest left out (None) filled in: the name from the folder, and
+    importance, quality and licence from the stored source of that name, else SOURCE_DEFAULTS. Returns it and
+    the fields that took a default (not the stored source's own)."""
+    values = {k: v for k, v in stated.items() if v is not None}
+    defaulted = [] if "name" in values else ["name"]
+    name = values.pop("name", None) or default_source_name(path)
+    for field_name, default in SOURCE_DEFAULTS.items():
+        if field_name not in values:
+            if stored is None:
+                defaulted.append(field_name)
+            values[field_name] = getattr(stored, field_name) if stored else default
+    return SourceInfo(name=name, sector=values.pop("sector", None), **values), defaulted
 
 
 class SourceConflictError(ValueError):
@@ -247,7 +262,7 @@ def _iter_jsonl(path: Path, fmt: Format, batch_size: int, max_batch_bytes: int |
         yield batch()
 
 
-def _document_files(root: Path) -> list[Path]:
+def document_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     # Hidden files (.DS_Store, editor swap files) are not documents anyone put there to be read.
@@ -259,7 +274,7 @@ def _document_files(root: Path) -> list[Path]:
 
 
 def _iter_folder(root: Path, batch_size: int) -> Iterator[RawBatch]:
-    files = _document_files(root)
+    files = document_files(root)
     base = root.parent if root.is_file() else root
     sizes = [p.stat().st_size for p in files]
     total, position, start = sum(sizes), 0, 0
@@ -351,7 +366,7 @@ def load_documents(batch: RawBatch, source: SourceInfo | None, options: Document
     """Read a batch of files: rows for the ones that became documents, and every file's outcome. A file that
     cannot be read yields no row, only its failure: the rest of the batch goes on."""
     if source is None:
-        raise InputError(FOLDER_NEEDS_SOURCE)
+        raise InputError(DOCUMENTS_NEED_SOURCE)
     rows, outcomes = [], []
     for name, path in batch.items:
         try:
@@ -411,8 +426,8 @@ def scan_input(path: Path, fmt: Format, source: SourceInfo | None = None,
     scan = InputScan()
     if fmt == "folder":
         if source is None:
-            raise InputError(FOLDER_NEEDS_SOURCE)
-        _document_files(path)
+            raise InputError(DOCUMENTS_NEED_SOURCE)
+        document_files(path)
         scan.sources[source.name] = (path.name, source)
         return scan
     file = path / "corpus.jsonl" if path.is_dir() else path

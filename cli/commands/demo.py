@@ -82,7 +82,6 @@ def _run(report_dir: Path) -> int:
     with Database.open() as db:
         view = load_brief(db, brief_id)
         problems = verify_brief(db, brief_id)
-        info = db.status()
     print(render_text(view))
     html = report_dir / f"brief-{brief_id}.html"
     html.write_text(render_html(view), encoding="utf-8")
@@ -103,6 +102,8 @@ def _run(report_dir: Path) -> int:
             paper_view = load_brief(db, run_ask(PAPER_QUESTION))
         print(render_text(paper_view))
 
+    with Database.open() as db:   # after the last step, so the table counts what it stored
+        info = db.status()
     _heading(f"7. what is stored — PostgreSQL {info['server_version']}, pgvector {info['pgvector_version']}, "
              f"migration level {info['migration_level']}")
     print(f"data dir: {info['data_dir'] or '(external server)'}; BM25 engine: {info['bm25_engine']}")

@@ -12,8 +12,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pathlib import Path
+
 from forum_atlas.cli.output import table
 from forum_atlas.config import EMBEDDER_NAMES
+from forum_atlas.ingestion.sources import SOURCE_DEFAULTS, SOURCE_SCORES, default_source_name
 from forum_atlas.runtime.prefect_api import flow_session
 
 SOME_FILES_FAILED = 3
@@ -37,11 +40,15 @@ def register(groups: argparse._SubParsersAction) -> None:
     docs.add_argument("--pdf-password", help="password of encrypted PDFs (without it they fail as 'encrypted')")
     docs.add_argument("--max-file-bytes", type=int, help="a larger file fails as 'too_large' (default 256 MiB)")
     docs.add_argument("--url", dest="document_url", help="source URL of a single document file (default: its path)")
-    src = p.add_argument_group("source of a folder of files")
-    src.add_argument("--source-name")
-    src.add_argument("--importance", type=int, help="1–5, 5 = canonical")
-    src.add_argument("--quality", type=int, help="1–5")
-    src.add_argument("--licence")
+    src = p.add_argument_group("source of documents (a folder or a document file); a source already stored keeps "
+                               "its own metadata for what is not given, a new one gets these defaults, each "
+                               "printed as a note")
+    src.add_argument("--source-name", help="default: the folder's name (a single file: its folder's)")
+    src.add_argument("--importance", type=int, choices=SOURCE_SCORES, metavar="1-5",
+                     help=f"5 = canonical, 1 = supplemental (default {SOURCE_DEFAULTS['importance']})")
+    src.add_argument("--quality", type=int, choices=SOURCE_SCORES, metavar="1-5",
+                     help=f"editorial quality, 5 = highest (default {SOURCE_DEFAULTS['quality_score']})")
+    src.add_argument("--licence", help=f"licence of the texts, e.g. CC-BY-4.0 (default {SOURCE_DEFAULTS['licence']!r})")
     src.add_argument("--source-url")
     src.add_argument("--sector", help="default: a known source keeps its own, a new one gets general")
     dask = p.add_argument_group("Dask (pip install 'forum-atlas[dask]'): chunk and embed batches in worker processes")
@@ -50,17 +57,35 @@ def register(groups: argparse._SubParsersAction) -> None:
                        help="a Dask LocalCluster of N processes (1 thread each) for this run (env ATLAS_DASK_WORKERS)")
     where.add_argument("--dask-address", metavar="tcp://HOST:PORT",
                        help="the scheduler of a running Dask cluster (env ATLAS_DASK_ADDRESS)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress on stderr (by default: bars on a terminal, else a line per stage)")
     p.set_defaults(handler=_ingest)
 
 
+# The flag that sets each source field a run of documents may leave to its default.
+_SOURCE_FLAGS = {"importance": "--importance", "quality_score": "--quality", "licence": "--licence"}
+
+
 def source_params(args: argparse.Namespace):
-    if not args.source_name:
+    """The source flags given; documents get one whatever was given (the run fills in the rest), JSONL rows carry
+    their own and take these only with --source-name."""
+    if not args.source_name and args.format != "folder":
         return None
     from forum_atlas.flows.ingest import SourceParams
 
     return SourceParams(name=args.source_name, importance=args.importance, quality_score=args.quality,
                         licence=args.licence, url=args.source_url, sector=args.sector)
+
+
+def default_notes(path: str, params) -> list[str]:
+    """One note per source field of a run of documents that takes a default, naming the flag that sets it."""
+    notes = [] if params.name else [f"source name {default_source_name(Path(path))!r}, the folder's name "
+                                    "(set it with --source-name)"]
+    for name, flag in _SOURCE_FLAGS.items():
+        if getattr(params, name) is None:
+            notes.append(f"{flag.lstrip('-')} {SOURCE_DEFAULTS[name]!r} for a new source; a stored source keeps its "
+                         f"own (set it with {flag})")
+    return notes
 
 
 def run_ingest(path: str, task_runner=None, **options) -> dict:
@@ -72,15 +97,16 @@ def run_ingest(path: str, task_runner=None, **options) -> dict:
 
 
 @contextmanager
-def _progress_bar(shown: bool) -> Iterator[None]:
-    """The terminal bar watches the ingest flow this process runs (forum_atlas.ingestion.progress)."""
+def _progress(shown: bool) -> Iterator[None]:
+    """The ingest flow this process runs is watched (forum_atlas.ingestion.progress): bars on a terminal, a line
+    per stage on stderr elsewhere."""
     if not shown:
         yield
         return
-    from forum_atlas.cli.progress import TerminalProgress
+    from forum_atlas.cli.progress import LineProgress, TerminalProgress
     from forum_atlas.ingestion.progress import ingest_watcher
 
-    token = ingest_watcher.set(TerminalProgress())
+    token = ingest_watcher.set(TerminalProgress() if sys.stderr.isatty() else LineProgress())
     try:
         yield
     finally:
@@ -100,9 +126,13 @@ def _ingest(args: argparse.Namespace) -> int:
         from forum_atlas.runtime.task_runners import task_runner
 
         runner = task_runner(args.dask_workers, args.dask_address)
-    with _progress_bar(not args.no_progress and sys.stderr.isatty()):
+    source = source_params(args)
+    if args.format == "folder":
+        for note in default_notes(args.path, source):
+            print(f"note: {note}", file=sys.stderr)
+    with _progress(not args.no_progress):
         summary = run_ingest(
-            args.path, runner, format=args.format, source=source_params(args), batch_size=args.batch_size,
+            args.path, runner, format=args.format, source=source, batch_size=args.batch_size,
             chunk_chars=args.chunk_chars, overlap_chars=args.overlap_chars, embedder=args.embedder,
             index_mode=args.index_mode, pdf_password=args.pdf_password, document_url=args.document_url,
             **({"max_file_bytes": args.max_file_bytes} if args.max_file_bytes else {}),

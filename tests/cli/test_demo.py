@@ -28,6 +28,9 @@ def test_demo_ingests_searches_forecasts_scores_and_reports(database_url, monkey
         "the brief cites the paper with its page"
     assert "with an optimal growth temperature around 53 °C" in " ".join(paper.split()), \
         "the paper's brief quotes the temperature asked for (issue 36), not a methods sentence"
+    stored = out[out.index("7. what is stored"):]
+    assert re.search(r"\ndocuments +201\n", stored) and re.search(r"\nsources +2\n", stored), \
+        "the table counts what the last step stored"
     assert main(["demo", "--report-dir", str(tmp_path)]) == 0, "the demo can be run again"
     again = capsys.readouterr().out
     assert re.search(r"documents_added +0\b", again) and "| forecasts | 5 |" in again

@@ -20,25 +20,28 @@ def atlas(tmp_path, *args):
 
 def test_a_failing_flow_prints_one_line_and_its_run_log_holds_the_cause(tmp_path, database_url):
     os.environ["ATLAS_DATABASE_URL"] = database_url
-    missing = tmp_path / "missing.jsonl"
+    bad = tmp_path / "bad.jsonl"   # fails the run's check-input task (a missing file is refused before any flow)
+    bad.write_text("{not json\n")
+    failure = "InputError: bad.jsonl:1: not valid JSON (Expecting property name enclosed in double quotes at column 2)"
     try:
-        quiet = atlas(tmp_path, "ingest", str(missing))
-        loud = atlas(tmp_path, "-v", "ingest", str(missing))
+        quiet = atlas(tmp_path, "ingest", str(bad))
+        loud = atlas(tmp_path, "-v", "ingest", str(bad))
     finally:
         del os.environ["ATLAS_DATABASE_URL"]
     assert quiet.returncode == 1
     lines = [line for line in quiet.stderr.splitlines() if line.strip() and "XDG_RUNTIME_DIR" not in line
-             and "user_runtime_dir" not in line]
-    assert lines == [f"atlas: error: {missing}: no such file or folder"], quiet.stderr
+             and "user_runtime_dir" not in line and not line.startswith("ingest: ")]   # not a TTY: a line per stage
+    assert "ingest: checking the input" in quiet.stderr.splitlines()
+    assert lines == [f"atlas: error: {failure.removeprefix('InputError: ')}"], quiet.stderr
     # -v: Prefect's lines on the terminal, the expected failure in one of them, and no traceback
     assert loud.returncode == 1 and "Traceback" not in loud.stderr, loud.stderr
-    assert f"Flow run failed: InputError: {missing}: no such file or folder" in loud.stderr
+    assert f"Task run failed: {failure}" in loud.stderr
     assert "Beginning flow run" in loud.stderr
 
     # what the CLI's shared Prefect API stored for both runs (in its PREFECT_HOME) before they ended
     with sqlite3.connect(tmp_path / "prefect" / "prefect.db") as prefect_db:
         logged = prefect_db.execute("SELECT level, message FROM log ORDER BY timestamp").fetchall()
-    assert [m for level, m in logged if level == 40] == [f"Flow run failed: InputError: {missing}: no such file or folder"] * 2
+    assert [m for level, m in logged if level == 40 and "run failed" in m] == [f"Task run failed: {failure}"] * 2
     assert sum(m.startswith("Beginning flow run") for level, m in logged if level == 20) == 2, "INFO reaches the API"
     assert not [m for _, m in logged if "Traceback" in m]
 

@@ -173,3 +173,37 @@ def test_briefs_quote_the_answer_list_each_passage_once_and_name_a_second_copy(
                 cited = next(c.citation for c in sourced if answer in " ".join(c.citation.quote.split()))
                 assert len(cited.also_in) == 1 and cited.also_in[0].startswith(("Demo", "Library"))
                 assert f"also in: {cited.also_in[0]}" in render_text(view) and "also in: " in page
+
+
+def test_a_folder_goes_in_with_defaults_each_noted_with_its_flag_and_a_stored_source_keeps_its_own(
+        atlas_env, fixtures_dir, tmp_path, capsys):
+    folder = tmp_path / "my-library"
+    folder.mkdir()
+    shutil.copy(fixtures_dir / "report.docx", folder / "report.docx")
+    assert main(["ingest", str(folder), "--no-progress"]) == 0
+    notes = capsys.readouterr().err
+    for flag in ("--source-name", "--importance", "--quality", "--licence"):
+        assert f"(set it with {flag})" in notes, notes
+    assert "source name 'my-library', the folder's name" in notes
+    source = "SELECT importance, quality_score, licence FROM forum.sources WHERE name = 'my-library'"
+    with psycopg.connect(atlas_env) as conn:
+        assert conn.execute(source).fetchone() == (3, 3, "unknown")
+
+    assert main(["sources", "update", "my-library", "--importance", "5", "--reason", "a canonical shelf"]) == 0
+    shutil.copy(fixtures_dir / "article.html", folder / "article.html")
+    assert main(["ingest", str(folder), "--no-progress", "--licence", "CC-BY-4.0"]) == 1   # it says otherwise
+    assert "licence 'CC-BY-4.0' (stored: 'unknown')" in capsys.readouterr().err
+    assert main(["ingest", str(folder), "--no-progress"]) == 0   # the defaults do not contradict what is stored
+    with psycopg.connect(atlas_env) as conn:
+        assert conn.execute(source).fetchone() == (5, 3, "unknown")
+        assert conn.execute("SELECT count(*) FROM forum.documents").fetchone()[0] == 2
+
+
+def test_a_single_file_takes_its_folders_name(atlas_env, fixtures_dir, tmp_path, capsys):
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    shutil.copy(fixtures_dir / "report.docx", shelf / "report.docx")
+    assert main(["ingest", str(shelf / "report.docx"), "--no-progress"]) == 0
+    assert "source name 'shelf'" in capsys.readouterr().err
+    with psycopg.connect(atlas_env) as conn:
+        assert conn.execute("SELECT name FROM forum.sources").fetchall() == [("shelf",)]

@@ -145,7 +145,7 @@ def test_a_binary_file_in_a_folder_fails_alone_and_is_stored_once_fixed(atlas_en
     assert (fixed["documents_added"], fixed["files_unchanged"], fixed["files_failed"]) == (1, 1, 0)
 
 
-def test_a_watcher_set_by_the_caller_sees_bytes_files_and_pages(atlas_env, shared_data, tmp_path):
+def test_a_watcher_set_by_the_caller_sees_stages_bytes_files_pages_and_chunks_embedded(atlas_env, shared_data, tmp_path):
     """The CLI's progress bar is such a watcher: set for the context the flow runs in, not a flow parameter."""
     import shutil
 
@@ -155,8 +155,17 @@ def test_a_watcher_set_by_the_caller_sees_bytes_files_and_pages(atlas_env, share
         def __init__(self):
             self.calls = []
 
+        def stage(self, name):
+            self.calls.append(("stage", name))
+
         def start(self, total_bytes):
             self.calls.append(("start", total_bytes))
+
+        def chunks_planned(self, count):
+            self.calls.append(("planned", count))
+
+        def chunks_embedded(self, count):
+            self.calls.append(("embedded", count))
 
         def page(self, number):
             self.calls.append(("page", number))
@@ -179,9 +188,16 @@ def test_a_watcher_set_by_the_caller_sees_bytes_files_and_pages(atlas_env, share
         summary = ingest(str(folder), source=SourceParams(name="Library", importance=2, quality_score=3, licence="internal"))
     finally:
         ingest_watcher.reset(token)
-    assert recorder.calls[0] == ("start", total) and recorder.calls[-1] == ("close",)
+    stages = [c[1] for c in recorder.calls if c[0] == "stage"]
+    assert stages == ["checking the input", "reading, chunking and embedding with hashed-bow-v1@384",
+                      "building the vector index", "merging the BM25 postings"]
+    started = recorder.calls.index(("start", total))
+    assert recorder.calls[started - 1] == ("stage", stages[1]) and recorder.calls[-1] == ("close",)
     assert sum(c[0] == "page" for c in recorder.calls) == summary["pages"] > 0
     assert [c for c in recorder.calls if c[0] == "advance"][-1] == ("advance", total, 2)
+    planned = sum(c[1] for c in recorder.calls if c[0] == "planned")
+    assert planned == sum(c[1] for c in recorder.calls if c[0] == "embedded") == summary["chunks_added"] > 0
+    assert sum(c[0] == "embedded" for c in recorder.calls) >= 1
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ def read_docx(path: Path, data: bytes) -> ReadDocument:
         from docx.table import Table
         from docx.text.paragraph import Paragraph
     except ImportError as exc:
-        raise missing_reader("Word (.docx)", "docx", exc) from None
+        raise missing_reader("Word (.docx)", "python-docx", exc) from None
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:   # noqa: BLE001 — python-docx raises zip, XML and key errors for a broken file

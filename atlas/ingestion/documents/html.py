@@ -1,7 +1,6 @@
 """HTML reader on trafilatura: the main text of a saved page, without navigation, advertising or comments.
 
-trafilatura is an optional dependency (`pip install 'forum-atlas[html]'`): it pulls in a dozen packages that
-a library of PDFs does not need.
+trafilatura comes with the main install (a folder of saved pages goes in as a folder of PDFs does).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ def _trafilatura():
     try:
         import trafilatura
     except ImportError as exc:
-        raise missing_reader("HTML", "html", exc) from None
+        raise missing_reader("HTML", "trafilatura", exc) from None
     return trafilatura
 
 

@@ -86,6 +86,7 @@ def format_pages(first: int | None, last: int | None) -> str:
     return f"p. {first}" if not last or last == first else f"p. {first}–{last}"
 
 
-def missing_reader(what: str, extra: str, error: ImportError) -> DocumentError:
-    return DocumentError("reader_missing", f"{what} files need the optional reader: pip install 'forum-atlas[{extra}]' "
-                                           f"({error})")
+def missing_reader(what: str, package: str, error: ImportError) -> DocumentError:
+    """A reader the main install brings is absent (a broken or partial environment): the file fails alone."""
+    return DocumentError("reader_missing", f"{what} files need {package}, which this environment lacks: reinstall "
+                                           f"forum-atlas (pip install forum-atlas brings it) ({error})")

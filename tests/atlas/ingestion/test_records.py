@@ -9,6 +9,8 @@ from forum_atlas.ingestion.records import (
     InputError,
     Record,
     SourceInfo,
+    complete_source,
+    default_source_name,
     detect_format,
     iter_raw,
     load_documents,
@@ -135,8 +137,24 @@ def test_missing_input_and_folder_without_source(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         list(iter_raw(tmp_path / "nope.jsonl", "jsonl"))
     (tmp_path / "a.md").write_text("x")
-    with pytest.raises(InputError, match="needs a source"):
+    with pytest.raises(InputError, match="documents need a source"):
         _documents(tmp_path, source=None)
+
+
+def test_a_source_of_documents_takes_the_folder_name_then_the_stored_source_then_the_defaults(tmp_path):
+    folder = tmp_path / "library"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.md").write_text("x")
+    assert default_source_name(folder) == "library" and default_source_name(folder / "sub" / "a.md") == "sub"
+
+    new, defaulted = complete_source(folder, {"licence": "CC0"}, None)
+    assert new == SourceInfo(name="library", importance=3, quality_score=3, licence="CC0", sector=None)
+    assert defaulted == ["name", "importance", "quality_score"]
+
+    stored = SourceInfo(name="library", importance=5, quality_score=2, licence="CC-BY-4.0", sector="health")
+    known, defaulted = complete_source(folder, {"name": "library", "importance": 4}, stored)
+    assert (known.importance, known.quality_score, known.licence, known.sector) == (4, 2, "CC-BY-4.0", None)
+    assert defaulted == []   # what was not given is the stored source's own, not a default
 
 
 def test_content_hash_covers_title_and_text_only():
