@@ -377,14 +377,20 @@ def held_out_sums(gain: np.ndarray, usable: np.ndarray, horizon: int, periods_pe
                   half_life_years: float = RECORD_HALF_LIFE_YEARS) -> np.ndarray:
     """Rows Σ w, Σ w·gain, Σ w·gain² at every row i over the usable origins s <= i − h (their outcome
     was published by row i), w halving every `half_life_years` (the rules use RECORD_HALF_LIFE_YEARS)."""
-    record = np.zeros((3, len(gain)))
-    if len(gain) > horizon:
-        earlier = slice(0, len(gain) - horizon)
-        known = usable[earlier]
-        scored = np.where(known, gain[earlier], 0.0)
+    return held_out_moments(np.stack([np.ones(len(gain)), gain, gain ** 2]), usable, horizon, periods_per_year,
+                            half_life_years)
+
+
+def held_out_moments(terms: np.ndarray, usable: np.ndarray, horizon: int, periods_per_year: float,
+                     half_life_years: float = RECORD_HALF_LIFE_YEARS) -> np.ndarray:
+    """Σ w·term for each row of `terms` (term × origin) at every row i, over the usable origins s <= i − h
+    (their outcome was published by row i), w halving every `half_life_years`."""
+    record = np.zeros(terms.shape)
+    if terms.shape[1] > horizon:
+        earlier = slice(0, terms.shape[1] - horizon)
+        scored = np.where(usable[earlier], terms[:, earlier], 0.0)
         decay = 0.5 ** (1.0 / (half_life_years * periods_per_year))
-        record[:, horizon:] = decay ** horizon * _decayed_sums(
-            np.stack([known.astype(np.float64), scored, scored ** 2]), decay)
+        record[:, horizon:] = decay ** horizon * _decayed_sums(scored, decay)
     return record
 
 
