@@ -65,7 +65,7 @@ def test_the_fraction_is_zero_until_the_record_holds_enough_changes_and_never_ou
     outcome = (x > 0).astype(float)
     usable = np.ones(len(x), dtype=bool)
     slope, se, changes, fraction = earned_fraction(x, outcome, np.full(len(x), 0.5), usable, 1, 12.0)
-    assert np.all(fraction[changes < 30] == 0) and np.any(changes >= 30)
+    assert np.all(fraction[changes < 8] == 0) and np.any(changes >= 8)
     assert np.all((fraction >= 0) & (fraction <= 1))
     assert fraction[-1] == pytest.approx(1.0, abs=0.01) and slope[-1] > 1   # outcomes follow the sign: kept whole
     _, _, _, against = earned_fraction(x, 1 - outcome, np.full(len(x), 0.5), usable, 1, 12.0)
@@ -101,3 +101,16 @@ def test_the_rule_answers_as_v4_plus_a_stated_earned_departure_driver_as_if_cut_
         assert answer.record["probability_before_sampling"] == pytest.approx(u + f * (p4 - u))
     probability = simulate(answer.base_rate, answer.drivers, n_samples=10_000, seed=0).probability
     assert probability == pytest.approx(answer.record["probability_before_sampling"], abs=0.03)
+
+
+def test_a_drift_steady_across_blocks_is_earned_before_the_record_could_earn_it_and_a_reversing_one_is_not():
+    quarters = 200  # fifty years of a quarterly series rising in most quarters, asked two years ahead
+    steady = _walk(np.full(quarters, 0.85), seed=5).values
+    history, earned = _earned(steady, horizon=8, periods_per_year=4.0)
+    late = slice(60, None)  # two 5-year blocks complete; the record holds fewer than 8 independent changes
+    assert np.all(earned.record_changes[60:70] < 8) and np.all(earned.record_fraction[60:70] == 0)
+    assert np.all(earned.drift_fraction[late] > 0.9) and np.all(earned.fraction >= earned.record_fraction)
+    np.testing.assert_allclose(earned.probability[late], history.probability[late], atol=0.05)
+    assert np.all(earned.drift_fraction[:39] == 0)  # fewer than two complete blocks of 20 quarters
+    reversing = _walk(np.tile(np.r_[np.full(20, 0.9), np.full(20, 0.1)], 5), seed=5).values
+    assert np.mean(_earned(reversing, horizon=8, periods_per_year=4.0)[1].drift_fraction[late]) < 0.3
