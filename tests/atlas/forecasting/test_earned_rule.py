@@ -3,6 +3,9 @@ at the origin") is kept only in the proportion its held-out record earned; every
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import date
+
 import numpy as np
 import pytest
 
@@ -114,3 +117,25 @@ def test_a_drift_steady_across_blocks_is_earned_before_the_record_could_earn_it_
     assert np.all(earned.drift_fraction[:39] == 0)  # fewer than two complete blocks of 20 quarters
     reversing = _walk(np.tile(np.r_[np.full(20, 0.9), np.full(20, 0.1)], 5), seed=5).values
     assert np.mean(_earned(reversing, horizon=8, periods_per_year=4.0)[1].drift_fraction[late]) < 0.3
+
+
+
+def test_a_rule_keeps_the_few_question_shapes_it_was_last_asked(monkeypatch):
+    view = _walk(np.full(300, 0.6), seed=2)
+    computed = []
+    original = AdaptiveHistory.of.__func__
+
+    def counted(cls, values, horizon, *args):
+        computed.append(horizon)
+        return original(cls, values, horizon, *args)
+
+    rule = EarnedRule(view, "monthly")
+    questions = []
+    for t in (200, 201, 202, 203):  # one and two months ahead, in turn
+        for months in (1, 2):
+            target = (view.dates[t].astype("datetime64[M]") + months).astype(date)
+            questions.append((t, replace(_next_month(view.upto(t)), target_date=target)))
+    expected = [EarnedRule(view, "monthly")(t, question) for t, question in questions]
+    monkeypatch.setattr(AdaptiveHistory, "of", classmethod(counted))
+    assert [rule(t, question) for t, question in questions] == expected
+    assert computed == [1, 2]  # each shape computed once, not once per switch
