@@ -213,12 +213,28 @@ def print_issue_41(daily: list[tuple[str, date, date, str, dict[str, dict]]]) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=2000, help="simulated blocks per cell of section 3")
+    parser.add_argument("--issue-41-only", action="store_true", help=f"section 4 alone ({', '.join(ISSUE_41_RULES)} "
+                                                                      "on the daily cells)")
     args = parser.parse_args()
     data_dir = arch_data_dir()
     try:
-        run(data_dir, args.draws)
+        if args.issue_41_only:
+            print_issue_41(daily_cells(data_dir, ISSUE_41_RULES))
+        else:
+            run(data_dir, args.draws)
     except DataFileError as error:
         raise SystemExit(f"bench.forecast_unseen: {error}") from None
+
+
+def daily_cells(data_dir: Path, rules: tuple[str, ...]) -> list[tuple[str, date, date, str, dict[str, dict]]]:
+    """The daily cells (series, first and last origin, horizon) with each rule's backtest metrics."""
+    cells = []
+    for series, start, end, horizon, h in _cells(data_dir):
+        if series.frequency == "daily":
+            spec = BacktestSpec(horizon=h, start=start, end=end - timedelta(days=1))
+            cells.append((series.series_id, start, end - timedelta(days=1), horizon,
+                          {rule: run_backtest(series, replace(spec, rule=rule)).metrics for rule in rules}))
+    return cells
 
 
 def run(data_dir: Path, draws: int) -> None:
