@@ -85,7 +85,8 @@ def _per_origin(rule):
 # --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
 # (base rate, drivers, …)). v7 (issue 41), v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted) and v3
 # read a history computed once per question shape, each row from rows up to it only.
-RULES = {"v7": (EARNED_RULE_VERSION, EarnedRule), "v6": (STABLE_RULE_VERSION, StableRule), "v5": (WIDENED_RULE_VERSION, WidenedRule),
+RULES = {"v7": (EARNED_RULE_VERSION, EarnedRule), "v6": (STABLE_RULE_VERSION, StableRule),
+         "v5": (WIDENED_RULE_VERSION, WidenedRule),
          "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
          "v3": (RULE_VERSION, DriftRule),
          "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
@@ -292,8 +293,9 @@ def ece_bound(floor_p90: float) -> float:
     return max(ECE_TARGET, floor_p90)
 
 
-def block_bootstrap_skill(loss: np.ndarray, reference_loss: np.ndarray, block: int, resamples: int = BOOTSTRAP_RESAMPLES,
-                          seed: int = 0, level: float = BOOTSTRAP_LEVEL) -> tuple[float, float] | None:
+def block_bootstrap_skill(loss: np.ndarray, reference_loss: np.ndarray, block: int,
+                          resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                          level: float = BOOTSTRAP_LEVEL) -> tuple[float, float] | None:
     """The central `level` interval of skill = 1 − Σ loss / Σ reference_loss over moving-block bootstrap resamples
     of the origins (blocks of `block` consecutive origins, so outcomes that share their path are drawn together;
     ceil(n / block) blocks a resample). Seeded. None when the reference never loses."""
