@@ -9,6 +9,7 @@ and Moody's AAA and BAA yields (monthly, 1919–2018). The protocol was written 
 them (2026-12-02): question "higher after h than at the origin", every origin; daily series in 7-year
 blocks from 7 years after their first row, at 7d, 30d and 1q; monthly in 20-year blocks from 1939, at 30d
 (1 month) and 1q; rules v3, v4 (the lane's), v5 and v6; no rule or constant is changed on what it shows.
+Issue 41 adds v7 to the same cells and section 4, under its own protocol (docs/forecasting-protocol-41.md).
 
 1. Each block × horizon: skill vs base rate, vs 0.5 and ECE of each rule, and the targets.
 2. The ceiling for the lane's kind of rule: in each daily cell, which of the rates v4 chooses among (the
@@ -19,6 +20,11 @@ blocks from 7 years after their first row, at 7d, 30d and 1q; monthly in 20-year
    (0.5, on a driftless Gaussian random walk) shows ECE > 0.05, or loses to a base rate 0.02 off the truth,
    over a block of daily origins the length of a 7-year block and of DGS10's held-out period. Overlapping
    outcomes share their path, so a block holds about n / h independent ones.
+4. Issue 41 (protocol docs/forecasting-protocol-41.md, committed before v7 was run on these files): each daily
+   cell's skill vs 0.5 and vs the base rate with their 90% block-bootstrap intervals, ECE beside the bound
+   max(0.05, the floor's 90th percentile), for v3, v4 and v7; then per horizon the Done-when tally — blocks
+   with skill vs 0.5 >= -0.005 (7 of 8 needed), mean skill vs base rate (>= 0), blocks within the ECE bound
+   (7 of 8, the protocol's reading; 8 of 8 shown beside it) — and the verdict.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.forecast_skill import COMPARED, LANE, _side_by_side, unseen_period_target
+from bench.forecast_skill import LANE, _side_by_side, unseen_period_target
 from forum_atlas.forecasting.backtest import (
     BacktestSpec,
     SeriesSource,
@@ -58,6 +64,10 @@ SERIES = [
 ]
 CANDIDATES = ("whole history", "0.5", "1 y", "2 y", "5 y", "10 y")  # the order of `candidate_passes`
 ECE_TARGET = 0.05
+COMPARED = ("v3", "v4", "v5", "v6", "v7")  # oldest first; v7: issue 41's candidate
+ISSUE_41_RULES = ("v3", "v4", "v7")
+HALF_TARGET = -0.005     # issue 41: skill vs 0.5 at least this in ...
+BLOCKS_NEEDED = 7        # ... at least 7 of the 8 daily blocks per horizon; the ECE bound likewise (the protocol)
 BLOCK_ORIGINS = {"7-year block": 1827, "DGS10 from 2015 (held out)": 1400}  # daily origins (261 a year)
 BASE_RATE_OFFSET = 0.02  # a whole-history rate this far off the truth (ties alone take DGS10's 7d rate ~0.03 below)
 
@@ -160,15 +170,71 @@ def print_ece_noise(horizons: dict[str, int], draws: int) -> None:
         print(f"| {label} | {origins:,} | {' | '.join(f'{ece:.0%} / {loses:.0%}' for ece, loses in misses)} |")
 
 
+def issue_41_tally(cells: list[dict]) -> dict:
+    """One rule's daily cells at one horizon (backtest metrics) against issue 41's Done-when, read as the protocol
+    says: skill vs 0.5 >= HALF_TARGET in at least BLOCKS_NEEDED blocks, mean skill vs base rate >= 0, and the ECE
+    within its bound (`calibrated`) in at least BLOCKS_NEEDED blocks; `strict` also asks the bound in every block."""
+    half = sum(m["skill_vs_half"] >= HALF_TARGET for m in cells)
+    base = float(np.mean([m["skill_vs_base_rate"] for m in cells]))
+    calibrated = sum(bool(m["calibrated"]) for m in cells)
+    need = min(BLOCKS_NEEDED, len(cells))
+    met = half >= need and base >= 0 and calibrated >= need
+    return {"blocks": len(cells), "half": half, "mean_vs_base_rate": base, "calibrated": calibrated,
+            "met": met, "strict": met and calibrated == len(cells)}
+
+
+def _interval(m: dict, key: str) -> str:
+    return f"{m[key]:+.4f} [{m[key + '_low']:+.4f}, {m[key + '_high']:+.4f}]"
+
+
+def print_issue_41(daily: list[tuple[str, date, date, str, dict[str, dict]]]) -> None:
+    print("\nIssue 41, each daily cell: skill [90% block-bootstrap interval], ECE against max(0.05, floor p90)\n\n"
+          "| series | origins from | to | horizon | rule | skill vs 0.5 | skill vs base rate | ECE | floor p90 | "
+          "within bound |\n|---|---|---|---|---|---|---|---|---|---|")
+    for name, start, end, horizon, runs in daily:
+        for rule in ISSUE_41_RULES:
+            m = runs[rule]
+            print(f"| {name} | {start} | {end} | {horizon} | {rule} | {_interval(m, 'skill_vs_half')} | "
+                  f"{_interval(m, 'skill_vs_base_rate')} | {m['ece']:.4f} | {m['ece_if_calibrated_p90']:.4f} | "
+                  f"{'yes' if m['calibrated'] else 'NO'} |")
+    horizons = list(dict.fromkeys(cell[3] for cell in daily))
+    print(f"\nIssue 41's Done-when per horizon: blocks with skill vs 0.5 >= {HALF_TARGET} (need {BLOCKS_NEEDED}); "
+          f"mean skill vs base rate (need >= 0); blocks within the ECE bound (need {BLOCKS_NEEDED}; all of them for "
+          f"the strict reading)\n\n| rule | horizon | vs 0.5 | mean vs base rate | ECE within bound | met | "
+          f"met, strict |\n|---|---|---|---|---|---|---|")
+    for rule in ISSUE_41_RULES:
+        for horizon in horizons:
+            t = issue_41_tally([runs[rule] for *_, hz, runs in daily if hz == horizon])
+            print(f"| {rule} | {horizon} | {t['half']} of {t['blocks']} | {t['mean_vs_base_rate']:+.4f} | "
+                  f"{t['calibrated']} of {t['blocks']} | {'yes' if t['met'] else 'NO'} | "
+                  f"{'yes' if t['strict'] else 'NO'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=2000, help="simulated blocks per cell of section 3")
+    parser.add_argument("--issue-41-only", action="store_true", help=f"section 4 alone ({', '.join(ISSUE_41_RULES)} "
+                                                                      "on the daily cells)")
     args = parser.parse_args()
     data_dir = arch_data_dir()
     try:
-        run(data_dir, args.draws)
+        if args.issue_41_only:
+            print_issue_41(daily_cells(data_dir, ISSUE_41_RULES))
+        else:
+            run(data_dir, args.draws)
     except DataFileError as error:
         raise SystemExit(f"bench.forecast_unseen: {error}") from None
+
+
+def daily_cells(data_dir: Path, rules: tuple[str, ...]) -> list[tuple[str, date, date, str, dict[str, dict]]]:
+    """The daily cells (series, first and last origin, horizon) with each rule's backtest metrics."""
+    cells = []
+    for series, start, end, horizon, h in _cells(data_dir):
+        if series.frequency == "daily":
+            spec = BacktestSpec(horizon=h, start=start, end=end - timedelta(days=1))
+            cells.append((series.series_id, start, end - timedelta(days=1), horizon,
+                          {rule: run_backtest(series, replace(spec, rule=rule)).metrics for rule in rules}))
+    return cells
 
 
 def run(data_dir: Path, draws: int) -> None:
@@ -179,6 +245,7 @@ def run(data_dir: Path, draws: int) -> None:
     met: Counter[tuple[str, str]] = Counter()
     cells: Counter[str] = Counter()
     daily_periods: dict[str, int] = {}
+    daily: list[tuple[str, date, date, str, dict[str, dict]]] = []
     for series, start, end, horizon, h in _cells(data_dir):
         spec = BacktestSpec(horizon=h, start=start, end=end - timedelta(days=1))
         results = {rule: run_backtest(series, replace(spec, rule=rule)) for rule in COMPARED}
@@ -193,6 +260,7 @@ def run(data_dir: Path, draws: int) -> None:
             cells[horizon] += 1
             met.update((rule, horizon) for rule, verdict in targets.items() if verdict == "PASS")
             met[("any candidate", horizon)] += any(candidates)
+            daily.append((series.series_id, start, end - timedelta(days=1), horizon, runs))
         print(f"| {series.series_id} | {start} | {end - timedelta(days=1)} | {horizon} ({h}) | {runs[LANE]['n']} | "
               f"{_side_by_side(runs, 'skill_vs_base_rate', '+.4f')} | {_side_by_side(runs, 'skill_vs_half', '+.4f')} | "
               f"{_side_by_side(runs, 'ece', '.4f')} | {runs[LANE]['ece_if_calibrated']:.4f} | "
@@ -207,6 +275,7 @@ def run(data_dir: Path, draws: int) -> None:
               f"{sum(counts)} of {sum(cells.values())} |")
 
     print_ece_noise(daily_periods, draws)
+    print_issue_41(daily)
 
 
 if __name__ == "__main__":

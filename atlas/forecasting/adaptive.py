@@ -70,6 +70,7 @@ from forum_atlas.forecasting.drivers import (
     held_out_sums,
     logit,
     origin_outcomes,
+    recently_computed,
     satisfied_changes,
 )
 from forum_atlas.forecasting.montecarlo import Driver
@@ -315,19 +316,18 @@ class AdaptiveHistory:
 
 class AdaptiveRule:
     """Rule v4 on one series: `rule(i, question)` answers as of row i, from rows up to i only (the
-    history of the last change question asked is kept, as in `DriftRule`)."""
+    histories of the last change questions asked are kept, as in `DriftRule`)."""
 
     def __init__(self, view: SeriesView, frequency: str):
         self.view, self.frequency = view, frequency
-        self._history: tuple[tuple, AdaptiveHistory] | None = None
+        self._histories: list[tuple[tuple, AdaptiveHistory]] = []
 
     def history(self, i: int, question: BoundQuestion) -> tuple[AdaptiveHistory, int, float]:
         change = change_question(self.view.upto(i), question, _own_periods(self.frequency))
         key = (change.horizon, question.comparator, change.required)
-        if self._history is None or self._history[0] != key:
-            self._history = key, AdaptiveHistory.of(self.view.values, *key,
-                                                    PERIODS_PER_YEAR.get(self.frequency, 12.0))
-        return self._history[1], change.last_index, change.required
+        history = recently_computed(self._histories, key.__eq__, key, lambda: AdaptiveHistory.of(
+            self.view.values, *key, PERIODS_PER_YEAR.get(self.frequency, 12.0)))
+        return history, change.last_index, change.required
 
     def __call__(self, i: int, question: BoundQuestion) -> RuleAnswer:
         history, last_index, required = self.history(i, question)
@@ -348,14 +348,13 @@ class LastStepRule:
         self.adaptive = AdaptiveRule(view, frequency)
         self.periods_per_year = PERIODS_PER_YEAR.get(frequency, 12.0)
         self.step = step
-        self._last: tuple[AdaptiveHistory, LastStep] | None = None
+        self._steps: list[tuple[AdaptiveHistory, LastStep]] = []
 
     def __call__(self, i: int, question: BoundQuestion) -> RuleAnswer:
         history, last_index, required = self.adaptive.history(i, question)
-        if self._last is None or self._last[0] is not history:
-            self._last = history, self.step(history, question.comparator, required, self.adaptive.view.values,
-                                            self.periods_per_year)
-        return self._last[1].answer(last_index, history.answer(last_index, question, required))
+        step = recently_computed(self._steps, lambda known: known is history, history, lambda: self.step(
+            history, question.comparator, required, self.adaptive.view.values, self.periods_per_year))
+        return step.answer(last_index, history.answer(last_index, question, required))
 
 
 def adaptive_answer(observations: Sequence[Observation], question: BoundQuestion, frequency: str) -> RuleAnswer:

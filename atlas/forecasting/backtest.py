@@ -51,6 +51,7 @@ from forum_atlas.forecasting.drivers import (
     legacy_drivers_for,
     shrunk_drivers_for,
 )
+from forum_atlas.forecasting.earned import EARNED_RULE_VERSION, EarnedRule
 from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.montecarlo import ForecastInputError
 from forum_atlas.forecasting.stable import STABLE_RULE_VERSION, StableRule
@@ -69,7 +70,11 @@ REVISIONS_NOTE = ("One vintage cannot reproduce real-time revisions: each origin
                   "values of its past, not what was published at the time.")
 FLOOR_NOTE = ("ece_if_calibrated is the ECE these forecasts would show if each were exactly right, origins closer "
               "than the horizon sharing their path: the noise floor a cell's ECE is read against (daily origins at "
-              "one quarter hold about one independent outcome per quarter).")
+              "one quarter hold about one independent outcome per quarter); ece_if_calibrated_p90 is its 90th "
+              "percentile over the draws, and 'calibrated' means ECE <= ece_bound = max(0.05, that percentile).")
+BOOTSTRAP_NOTE = ("skill_vs_half_low/high and skill_vs_base_rate_low/high: 90% moving-block bootstrap interval "
+                  "(blocks of bootstrap_block_origins consecutive origins, about one horizon, so outcomes that share "
+                  "their path are resampled together).")
 
 
 def _per_origin(rule):
@@ -78,9 +83,10 @@ def _per_origin(rule):
 
 
 # --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
-# (base rate, drivers, …)). v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted) and v3 read a history
-# computed once per question shape, each row from rows up to it only.
-RULES = {"v6": (STABLE_RULE_VERSION, StableRule), "v5": (WIDENED_RULE_VERSION, WidenedRule),
+# (base rate, drivers, …)). v7 (issue 41), v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted) and v3
+# read a history computed once per question shape, each row from rows up to it only.
+RULES = {"v7": (EARNED_RULE_VERSION, EarnedRule), "v6": (STABLE_RULE_VERSION, StableRule),
+         "v5": (WIDENED_RULE_VERSION, WidenedRule),
          "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
          "v3": (RULE_VERSION, DriftRule),
          "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
@@ -157,8 +163,8 @@ class BacktestRow:
     base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
     window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
-    basis: str | None = None  # v4 to v6: the base-rate candidates the forecast rested on
-    rule_probability: float | None = None  # v4 to v6: its probability before Monte-Carlo sampling
+    basis: str | None = None  # v4 to v7: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4 to v7: its probability before Monte-Carlo sampling
 
 
 @dataclass
@@ -172,7 +178,7 @@ class BacktestResult:
     skipped_origins: int                # too little history before them for the rule
     seconds: float
     metrics: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=lambda: [REVISIONS_NOTE, FLOOR_NOTE])
+    notes: list[str] = field(default_factory=lambda: [REVISIONS_NOTE, FLOOR_NOTE, BOOTSTRAP_NOTE])
 
     def summary(self) -> dict:
         return {"series": self.series_id, "frequency": self.frequency, "source": self.source,
@@ -231,7 +237,10 @@ def _fmt(value) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-CALIBRATED_DRAWS = 200
+CALIBRATED_DRAWS = 300
+ECE_TARGET = 0.05
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_LEVEL = 0.90
 _STANDARD_NORMAL = NormalDist()
 
 
@@ -256,9 +265,9 @@ def calibrated_outcomes(probability: np.ndarray, rows: np.ndarray | None = None,
     return change > quantile
 
 
-def ece_if_calibrated(probability: np.ndarray, rows: np.ndarray | None = None, horizon: int = 1,
-                      draws: int = CALIBRATED_DRAWS, seed: int = 0) -> float:
-    """The mean ECE (10 equal-width bins, as reported) of `probability` over the outcome sets of
+def calibrated_eces(probability: np.ndarray, rows: np.ndarray | None = None, horizon: int = 1,
+                    draws: int = CALIBRATED_DRAWS, seed: int = 0) -> np.ndarray:
+    """The ECE (10 equal-width bins, as reported) of `probability` in each of the outcome sets of
     `calibrated_outcomes` (overlapping horizons sharing their path when the origins' rows are given): the
     noise floor of the ECE at these forecasts, this many origins and this overlap. For a fixed-threshold
     question the outcomes of nearby origins share more than their changes, so there it is a lower bound."""
@@ -269,7 +278,48 @@ def ece_if_calibrated(probability: np.ndarray, rows: np.ndarray | None = None, h
     for b in np.unique(index):
         in_bin = index == b
         error += in_bin.sum() * np.abs(p[in_bin].mean() - outcomes[:, in_bin].mean(axis=1))
-    return float(error.mean() / len(p))
+    return error / len(p)
+
+
+def ece_if_calibrated(probability: np.ndarray, rows: np.ndarray | None = None, horizon: int = 1,
+                      draws: int = CALIBRATED_DRAWS, seed: int = 0) -> float:
+    """The mean of `calibrated_eces`: the ECE these forecasts show on average if each is exactly right."""
+    return float(calibrated_eces(probability, rows, horizon, draws, seed).mean())
+
+
+def ece_bound(floor_p90: float) -> float:
+    """Issue 41: a cell is calibrated when its ECE is at most max(0.05, the floor's 90th percentile) — an exactly
+    right forecaster exceeds that in at most a tenth of such cells."""
+    return max(ECE_TARGET, floor_p90)
+
+
+def block_bootstrap_skill(loss: np.ndarray, reference_loss: np.ndarray, block: int,
+                          resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                          level: float = BOOTSTRAP_LEVEL) -> tuple[float, float] | None:
+    """The central `level` interval of skill = 1 − Σ loss / Σ reference_loss over moving-block bootstrap resamples
+    of the origins (blocks of `block` consecutive origins, so outcomes that share their path are drawn together;
+    ceil(n / block) blocks a resample). Seeded. None when the reference never loses."""
+    n = len(loss)
+    if n == 0:
+        return None
+    block = int(min(max(block, 1), n))
+    starts = np.random.Generator(np.random.SFC64(seed)).integers(0, n - block + 1, (resamples, -(-n // block)))
+    def block_sums(x: np.ndarray) -> np.ndarray:
+        total = np.concatenate([[0.0], np.cumsum(x)])
+        return (total[starts + block] - total[starts]).sum(axis=1)
+    reference = block_sums(reference_loss)
+    if np.any(reference <= 0):
+        return None
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(1.0 - block_sums(loss) / reference, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def origins_per_horizon(rows: np.ndarray | None, horizon: int) -> int:
+    """How many consecutive origins span one horizon (the bootstrap's block): h over the median row gap."""
+    if rows is None or len(rows) < 2:
+        return 1
+    return max(1, int(np.ceil(horizon / max(float(np.median(np.diff(rows))), 1.0))))
 
 
 def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.ndarray,
@@ -282,6 +332,15 @@ def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.nd
         return {"n": 0}
     metrics = accuracy_metrics(probability, outcome, fixed_base_rate=0.5, bins=REPORT_BINS)
     brier_base = float(np.mean((base_rate - outcome) ** 2))
+    floor = calibrated_eces(probability, rows, horizon)
+    floor_p90 = float(np.quantile(floor, 0.9))
+    ece = expected_calibration_error(metrics.decomposition)
+    block = origins_per_horizon(rows, horizon)
+    intervals = {}
+    for name, reference in (("skill_vs_half", 0.5), ("skill_vs_base_rate", base_rate)):
+        interval = block_bootstrap_skill((probability - outcome) ** 2, (reference - outcome) ** 2, block)
+        low, high = interval if interval else (None, None)
+        intervals |= {f"{name}_low": low, f"{name}_high": high}
     window_briers = np.mean((window_rates - outcome[:, None]) ** 2, axis=0)
     best = int(np.argmin(window_briers))
     d = metrics.decomposition
@@ -292,7 +351,9 @@ def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.nd
         "hindsight_window": rolling_window_name(ROLLING_WINDOWS_YEARS[best]),
         "brier_hindsight_window": float(window_briers[best]),
         "skill_vs_hindsight_window": skill(metrics.brier, float(window_briers[best])),
-        "ece": expected_calibration_error(d), "ece_if_calibrated": ece_if_calibrated(probability, rows, horizon),
+        **intervals, "bootstrap_block_origins": block,
+        "ece": ece, "ece_if_calibrated": float(floor.mean()), "ece_if_calibrated_p90": floor_p90,
+        "ece_bound": ece_bound(floor_p90), "calibrated": bool(ece <= ece_bound(floor_p90)),
         "ece_base_rate": expected_calibration_error(
             accuracy_metrics(base_rate, outcome, bins=REPORT_BINS).decomposition),
         "observed_frequency": metrics.base_rate, "reliability": d.reliability, "resolution": d.resolution,
@@ -351,7 +412,8 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
         tail = _row_metrics(last_third, dates, h)
         metrics |= {"last_third_from": last_third[0].origin.isoformat(), "last_third_n": tail["n"],
                     **{f"last_third_{k}": tail[k] for k in ("brier", "skill_vs_base_rate", "skill_vs_half", "ece",
-                                                                   "ece_if_calibrated")}}
+                                                                   "ece_if_calibrated", "ece_if_calibrated_p90",
+                                                                   "calibrated")}}
     if any(r.basis for r in rows):
         metrics["base_rate_candidates"] = dict(Counter(r.basis for r in rows).most_common())
     if resolved and resolved[0].rule_probability is not None:

@@ -62,9 +62,10 @@ h-period changes with fixed weights 0.5 and 0.3. Kept so the backtest can show w
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.signal import lfilter
@@ -377,14 +378,20 @@ def held_out_sums(gain: np.ndarray, usable: np.ndarray, horizon: int, periods_pe
                   half_life_years: float = RECORD_HALF_LIFE_YEARS) -> np.ndarray:
     """Rows Σ w, Σ w·gain, Σ w·gain² at every row i over the usable origins s <= i − h (their outcome
     was published by row i), w halving every `half_life_years` (the rules use RECORD_HALF_LIFE_YEARS)."""
-    record = np.zeros((3, len(gain)))
-    if len(gain) > horizon:
-        earlier = slice(0, len(gain) - horizon)
-        known = usable[earlier]
-        scored = np.where(known, gain[earlier], 0.0)
+    return held_out_moments(np.stack([np.ones(len(gain)), gain, gain ** 2]), usable, horizon, periods_per_year,
+                            half_life_years)
+
+
+def held_out_moments(terms: np.ndarray, usable: np.ndarray, horizon: int, periods_per_year: float,
+                     half_life_years: float = RECORD_HALF_LIFE_YEARS) -> np.ndarray:
+    """Σ w·term for each row of `terms` (term × origin) at every row i, over the usable origins s <= i − h
+    (their outcome was published by row i), w halving every `half_life_years`."""
+    record = np.zeros(terms.shape)
+    if terms.shape[1] > horizon:
+        earlier = slice(0, terms.shape[1] - horizon)
+        scored = np.where(usable[earlier], terms[:, earlier], 0.0)
         decay = 0.5 ** (1.0 / (half_life_years * periods_per_year))
-        record[:, horizon:] = decay ** horizon * _decayed_sums(
-            np.stack([known.astype(np.float64), scored, scored ** 2]), decay)
+        record[:, horizon:] = decay ** horizon * _decayed_sums(scored, decay)
     return record
 
 
@@ -490,22 +497,39 @@ def drift_driver(drift: float, anchor: float, anchor_name: str, independent: flo
                    f"changes behind it); {record_words} — weight {weight:g}"))
 
 
+T = TypeVar("T")
+RECENT_HISTORIES = 4  # question shapes a rule keeps: a daily horizon in business days moves by one around holidays
+
+
+def recently_computed(entries: list[tuple[Any, T]], matches: Callable[[Any], bool], key: Any,
+                      compute: Callable[[], T]) -> T:
+    """The value in `entries` (most recently used first) whose key `matches`, else `compute()` stored under `key`;
+    at most RECENT_HISTORIES are kept (a fixed-threshold backtest asks a new shape at every origin)."""
+    for index, (known, value) in enumerate(entries):
+        if matches(known):
+            entries.insert(0, entries.pop(index))
+            return value
+    value = compute()
+    entries.insert(0, (key, value))
+    del entries[RECENT_HISTORIES:]
+    return value
+
+
 class DriftRule:
     """Rule v3 on one series: `rule(i, question)` answers as of row i, from rows up to i only. The
-    history of the last change question asked is kept, so a backtest whose origins all ask the same
+    histories of the last change questions asked are kept, so a backtest whose origins all ask the same
     one (h periods ahead against the origin's value) computes it once."""
 
     def __init__(self, view: SeriesView, frequency: str):
         self.view, self.frequency = view, frequency
-        self._history: tuple[tuple, DriftHistory] | None = None
+        self._histories: list[tuple[tuple, DriftHistory]] = []
 
     def __call__(self, i: int, question: BoundQuestion) -> tuple[float, list[Driver]]:
         change = change_question(self.view.upto(i), question, _own_periods(self.frequency))
         key = (change.horizon, question.comparator, change.required)
-        if self._history is None or self._history[0] != key:
-            self._history = key, DriftHistory.of(self.view.values, *key,
-                                                 PERIODS_PER_YEAR.get(self.frequency, 12.0))
-        return self._history[1].drivers(change.last_index, question, change.required)
+        history = recently_computed(self._histories, key.__eq__, key, lambda: DriftHistory.of(
+            self.view.values, *key, PERIODS_PER_YEAR.get(self.frequency, 12.0)))
+        return history.drivers(change.last_index, question, change.required)
 
 
 def drivers_for(view: SeriesView, question: BoundQuestion, frequency: str) -> tuple[float, list[Driver]]:

@@ -14,6 +14,7 @@ from bench.forecast_unseen import (
     candidate_passes,
     exact_forecaster_misses,
     exact_forecaster_shares,
+    issue_41_tally,
     read_gz_series,
 )
 
@@ -79,3 +80,18 @@ def test_overlapping_outcomes_make_even_the_exact_forecaster_miss_often():
     ece, loses = exact_forecaster_misses(quarter, 0.02)
     assert 0.35 < ece < 0.75 and 0.3 < loses < 0.5
     assert exact_forecaster_misses(np.array([0.43, 0.48, 0.495, 0.52, 0.56]), 0.02) == (0.4, 0.4)
+
+
+def test_issue_41_asks_7_of_8_blocks_for_skill_vs_half_and_the_ece_bound_and_a_mean_skill_vs_base_rate():
+    def cell(half=0.0, base=0.01, calibrated=True):
+        return {"skill_vs_half": half, "skill_vs_base_rate": base, "calibrated": calibrated}
+    assert issue_41_tally([cell()] * 8) == {"blocks": 8, "half": 8, "mean_vs_base_rate": 0.01, "calibrated": 8,
+                                            "met": True, "strict": True}
+    one_miss_each = [cell(half=-0.006, calibrated=False), *[cell()] * 7]
+    assert issue_41_tally(one_miss_each)["met"] and not issue_41_tally(one_miss_each)["strict"]
+    assert not issue_41_tally([cell(half=-0.0051)] * 2 + [cell()] * 6)["met"]
+    assert issue_41_tally([cell(half=-0.005)] * 8)["met"]  # the bound itself passes
+    assert not issue_41_tally([cell(calibrated=False)] * 2 + [cell()] * 6)["met"]
+    # the base-rate criterion is the mean over the blocks: one large loss outweighs small gains
+    assert not issue_41_tally([cell(base=-0.08), *[cell(base=0.01)] * 7])["met"]
+    assert issue_41_tally([cell(base=-0.05), *[cell(base=0.01)] * 7])["met"]

@@ -25,10 +25,20 @@ def test_backtest_prints_the_same_numbers_twice_without_prefect(database_url, tm
     # issue 27: three references, the last third of the origins and the ECE bin table
     assert all(k in out.stdout for k in ("skill_vs_half", "skill_vs_hindsight_window", "last_third_ece", "ECE bin"))
     assert (tmp_path / "reliability.png").exists() and json.loads((tmp_path / "backtest.json").read_text())["rows"]
+    # issue 41: the ECE beside its floor's 90th percentile and the verdict, skill intervals from a block bootstrap
+    assert all(k in out.stdout for k in ("ece_if_calibrated_p90", "ece_bound", "calibrated", "skill_vs_half_low",
+                                         "skill_vs_base_rate_high", "block bootstrap"))
     v6 = run_cli_without_prefect(database_url, tmp_path, "forecast", "backtest", unrate, "--horizon", "3",
                                  "--every", "4", "--rule", "v6", "--json")
     assert v6.returncode == 0, v6.stderr
     assert json.loads(v6.stdout)["rule"] == "series-stable-base-rate-v6"  # issue 27's candidate, on request
+    v7 = run_cli_without_prefect(database_url, tmp_path, "forecast", "backtest", unrate, "--horizon", "3",
+                                 "--every", "4", "--rule", "v7", "--json")
+    assert v7.returncode == 0, v7.stderr
+    summary = json.loads(v7.stdout)
+    assert summary["rule"] == "series-earned-departure-v7"
+    assert summary["calibrated"] == (summary["ece"] <= max(0.05, summary["ece_if_calibrated_p90"]))
+    assert summary["skill_vs_half_low"] <= summary["skill_vs_half"] <= summary["skill_vs_half_high"]
 
 
 def test_backtest_of_a_stored_series_and_of_an_unknown_id(db, database_url, tmp_path, shared_data):

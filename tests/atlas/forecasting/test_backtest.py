@@ -11,9 +11,13 @@ import pytest
 from forum_atlas.forecasting.backtest import (
     BacktestSpec,
     SeriesSource,
+    block_bootstrap_skill,
+    calibrated_eces,
     calibrated_outcomes,
+    ece_bound,
     ece_if_calibrated,
     horizon_periods,
+    origins_per_horizon,
     read_series_file,
     run_backtest,
 )
@@ -101,6 +105,11 @@ def test_metrics_report_three_references_the_last_third_ece_and_an_exact_decompo
         origins = np.array([r.origin for r in rows], dtype="datetime64[D]")
         return ece_if_calibrated(np.array([r.probability for r in rows]), np.searchsorted(unrate.view.dates, origins), 3)
     assert m["ece_if_calibrated"] == floor(resolved) and m["last_third_ece_if_calibrated"] == floor(last_third)
+    assert m["ece_if_calibrated_p90"] > m["ece_if_calibrated"]
+    assert m["ece_bound"] == max(0.05, m["ece_if_calibrated_p90"]) and m["calibrated"] == (m["ece"] <= m["ece_bound"])
+    assert m["bootstrap_block_origins"] == 3  # monthly origins, a quarter ahead
+    for key in ("skill_vs_half", "skill_vs_base_rate"):
+        assert m[f"{key}_low"] < m[key] < m[f"{key}_high"]
 
 
 def test_the_ece_noise_floor_is_what_calibrated_forecasts_show_and_real_miscalibration_exceeds_it():
@@ -141,6 +150,35 @@ def test_the_floor_counts_overlapping_horizons_as_the_shared_path_they_are():
     assert overlapping > 5 * naive
     assert overlapping == pytest.approx(np.sqrt(2 * 0.25 / (np.pi * 28)), rel=0.35)
     assert ece_if_calibrated(np.full(n, 0.5), np.arange(n) * 65, 65) == pytest.approx(naive, rel=0.25)
+
+
+def test_the_floor_bound_is_its_90th_percentile_which_an_exact_forecaster_exceeds_one_time_in_ten():
+    n, h = 1827, 65
+    p = np.full(n, 0.5)
+    eces = calibrated_eces(p, np.arange(n), h, draws=300)
+    assert eces.mean() == ece_if_calibrated(p, np.arange(n), h, draws=300)
+    p90 = float(np.quantile(eces, 0.9))
+    assert p90 > 1.4 * eces.mean() and ece_bound(p90) == p90 > 0.05  # daily origins at 1q: above 0.05
+    assert ece_bound(0.01) == 0.05
+    # fresh exactly right outcomes (another seed) exceed the bound in about a tenth of the draws
+    assert np.mean(calibrated_eces(p, np.arange(n), h, draws=2000, seed=9) > p90) == pytest.approx(0.1, abs=0.04)
+
+
+def test_the_block_bootstrap_resamples_whole_horizons_so_shared_paths_widen_the_interval():
+    assert origins_per_horizon(np.arange(0, 1000, 5), 65) == 13 and origins_per_horizon(None, 65) == 1
+    rng = np.random.default_rng(4)
+    n, h = 3000, 60
+    # outcomes and forecasts in runs of h origins (a shared path), forecasts a little better than 0.5 on average
+    outcome = np.repeat(rng.random(n // h) < 0.5, h).astype(np.float64)
+    forecast = np.clip(0.5 + 0.1 * (2 * outcome - 1) + np.repeat(rng.normal(0, 0.15, n // h), h), 0.01, 0.99)
+    loss, reference = (forecast - outcome) ** 2, (0.5 - outcome) ** 2
+    point = 1 - loss.sum() / reference.sum()
+    low, high = block_bootstrap_skill(loss, reference, h)
+    naive_low, naive_high = block_bootstrap_skill(loss, reference, 1)
+    assert low < point < high and naive_low < point < naive_high
+    assert high - low > 3 * (naive_high - naive_low)
+    assert block_bootstrap_skill(loss, reference, h) == (low, high)  # seeded
+    assert block_bootstrap_skill(loss, np.zeros(n), h) is None and block_bootstrap_skill(loss[:0], loss[:0], h) is None
 
 
 def test_daily_horizons_count_business_days_and_holidays_stay_missing(dgs10):
@@ -202,4 +240,6 @@ def test_writes_markdown_json_and_a_reliability_png(unrate, tmp_path):
     markdown = paths["markdown"].read_text()
     assert "cannot reproduce real-time revisions" in markdown
     assert "| last_third_ece |" in markdown and "| ece_if_calibrated |" in markdown
+    assert "| ece_if_calibrated_p90 |" in markdown and "| calibrated |" in markdown
+    assert "| skill_vs_half_low |" in markdown and "block bootstrap" in markdown
     assert "ECE bins" in markdown and "base-rate candidates" in markdown
