@@ -66,22 +66,17 @@ class LLMOptions:
     context_tokens: int = 16384
 
     def __post_init__(self) -> None:
-        problems = []
-        if not 0 < self.timeout_s <= 86400:
-            problems.append(f"timeout_s must be in (0, 86400], got {self.timeout_s}")
-        if not 0 <= self.retries <= 10:
-            problems.append(f"retries must be 0..10, got {self.retries}")
-        if not 16 <= self.max_tokens <= 1_000_000:
-            problems.append(f"max_tokens must be 16..1000000, got {self.max_tokens}")
-        if not 0.0 <= self.temperature <= 2.0:
-            problems.append(f"temperature must be in [0, 2], got {self.temperature}")
-        if not 1 <= self.concurrency <= 256:
-            problems.append(f"concurrency must be 1..256, got {self.concurrency}")
-        if not self.max_tokens + 256 <= self.context_tokens <= 10_000_000:
+        problems = [f"{name} must be in [{low:g}, {high:g}], got {getattr(self, name)}"
+                    for name, (low, high) in _LLM_BOUNDS.items() if not low <= getattr(self, name) <= high]
+        if not self.max_tokens + 256 <= self.context_tokens:
             problems.append(f"context_tokens must leave room for max_tokens ({self.max_tokens}) and a prompt "
                             f"(at least max_tokens + 256), got {self.context_tokens}")
         if problems:
             raise ValueError("LLM options: " + "; ".join(problems))
+
+
+_LLM_BOUNDS = {"timeout_s": (0.001, 86400), "retries": (0, 10), "max_tokens": (16, 1_000_000),
+               "temperature": (0.0, 2.0), "concurrency": (1, 256), "context_tokens": (272, 10_000_000)}
 
 
 # A llama.cpp-compatible server on a 2-core CPU (docs/local-llm.md): one request at a time, a prompt of
