@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=LOCAL_CPU_PROFILE.timeout_s)
     parser.add_argument("--max-tokens", type=int, default=LOCAL_CPU_PROFILE.max_tokens)
     parser.add_argument("--context-tokens", type=int, default=LOCAL_CPU_PROFILE.context_tokens)
+    parser.add_argument("--max-minutes", type=float, default=None,
+                        help="start no ask after this many minutes (a slow CPU); the table says how many were asked")
     parser.add_argument("--json", action="store_true", help="every ask as JSON lines after the table")
     args = parser.parse_args(argv)
     data = args.data / "original" if (args.data / "original").is_dir() else args.data
@@ -144,13 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     offline = [ask(OfflineDeliberationEngine(), request, claim_id) for claim_id, request in requests]
     print(f"# real model: {args.model} at {args.base_url}; {options}; {load_line()}", flush=True)
     asks = []
+    started = time.perf_counter()
     for claim_id, request in requests:
+        if args.max_minutes is not None and time.perf_counter() - started > args.max_minutes * 60:
+            print(f"stopped after {len(asks)} of {len(requests)} asks: --max-minutes {args.max_minutes:g} passed")
+            break
         result = ask(engine, request, claim_id)
         asks.append(result)
         print(f"ask {len(asks)}/{len(requests)}: {result.outcome} claims={result.claims} "
               f"sourced={result.sourced_written}->{result.sourced_kept} {result.seconds:.1f}s {result.detail[:120]}",
               flush=True)
-    rows = [summary_row(f"openai:{args.model}", asks), summary_row("offline (reference)", offline)]
+    rows = [summary_row(f"openai:{args.model}", asks), summary_row("offline (reference)", offline[:len(asks)])]
     print(table(HEADERS, rows))
     print()
     print(markdown_table(HEADERS, rows))

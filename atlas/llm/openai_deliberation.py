@@ -17,8 +17,9 @@ The answer is hostile input, read claim by claim (`parse_claims`), and what is v
   without source or quote;
 - an insufficient-evidence statement beside valid claims is recorded, and the claims are kept;
 - each of these is said in the call record's `detail`, with outcome `degraded`.
-Only an answer with nothing usable (not JSON, not an object, too large, cut off, empty, no valid
-claim and no insufficient-evidence reason) comes back as `DraftReply(claims=[], malformed="<what>")`:
+- an answer cut off at `max_tokens` keeps its complete claims (the one being written is lost).
+Only an answer with nothing usable (not JSON, not an object, too large, cut off before its first
+claim, empty, no valid claim and no insufficient-evidence reason) comes back as `DraftReply(claims=[], malformed="<what>")`:
 a validation failure the caller retries once with the stricter prompt (`DraftRequest.attempt == 2`,
 which quotes the failures back to the model). Whether a quote really is verbatim, and whether it
 supports the claim, is the audit's business, not this module's. Provider failures (timeout, 429,
@@ -35,6 +36,7 @@ to the SDK and nowhere else.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,25 +158,53 @@ def _claim(item: Any, where: str, known: Sequence[str]) -> tuple[ClaimDraft | No
     return ClaimDraft(text=text.strip(), tag=SOURCED, source_label=label, quote=quote), None
 
 
+_CLAIMS_OPEN = re.compile(r'^\s*\{\s*"claims"\s*:\s*\[')
+_DECODER = json.JSONDecoder()
+
+
+def complete_claims(content: str) -> list[Any]:
+    """The complete items of the `claims` list at the start of an answer that was cut off."""
+    opened = _CLAIMS_OPEN.match(content)
+    if opened is None:
+        return []
+    items: list[Any] = []
+    at = opened.end()
+    while True:
+        while at < len(content) and content[at] in " \t\r\n,":
+            at += 1
+        try:
+            item, at = _DECODER.raw_decode(content, at)
+        except (ValueError, RecursionError):
+            return items
+        items.append(item)
+
+
 def parse_claims(content: str | None, labels: Iterable[str], *, finish_reason: str | None = None,
                  max_claims: int = MAX_CLAIMS) -> ParsedAnswer:
     """Read a model's answer, keeping every valid claim (see the module's docstring)."""
     known = tuple(labels)
-    if finish_reason == "length":
-        return ParsedAnswer(malformed="answer was cut off (finish_reason=length)")
     if content is None or not content.strip():
-        return ParsedAnswer(malformed="empty answer")
+        return ParsedAnswer(malformed="answer was cut off (finish_reason=length)" if finish_reason == "length"
+                            else "empty answer")
     if len(content) > MAX_ANSWER_CHARS:
         return ParsedAnswer(malformed=f"answer of {len(content):,} characters; at most {MAX_ANSWER_CHARS:,} are read")
-    try:
-        payload: Any = json.loads(content)
-    except ValueError as exc:
-        return ParsedAnswer(malformed=f"answer is not JSON ({str(exc)[:200]})")
-    except RecursionError:
-        return ParsedAnswer(malformed="answer is not JSON a reader can take (nested too deeply)")
+    problems: list[str] = []
+    if finish_reason == "length":
+        # the answer hit max_tokens: its complete claims are read, the one it was writing is lost
+        items = complete_claims(content)
+        if not items:
+            return ParsedAnswer(malformed="answer was cut off (finish_reason=length) before its first complete claim")
+        problems.append(f"answer was cut off (finish_reason=length) after {len(items)} complete claim(s)")
+        payload: Any = {"claims": items, "insufficient_evidence": None}
+    else:
+        try:
+            payload = json.loads(content)
+        except ValueError as exc:
+            return ParsedAnswer(malformed=f"answer is not JSON ({str(exc)[:200]})")
+        except RecursionError:
+            return ParsedAnswer(malformed="answer is not JSON a reader can take (nested too deeply)")
     if not isinstance(payload, dict):
         return ParsedAnswer(malformed=f"answer is a JSON {type(payload).__name__}, not an object")
-    problems: list[str] = []
     stated = payload.get("insufficient_evidence")
     insufficient = " ".join(stated.split())[:MAX_REASON_CHARS] or None if isinstance(stated, str) else None
     if stated is not None and not isinstance(stated, str):

@@ -156,6 +156,15 @@ def test_cut_off_and_empty_answers_are_malformed(srv):
     assert engine(srv).draft(REQUEST).malformed == "empty answer"
 
 
+def test_an_answer_cut_off_at_max_tokens_keeps_its_complete_claims(srv):
+    whole = json.dumps(GOOD)
+    cut = whole[:whole.index('{"text": "Queue growth')] + '{"text": "Queue gro'
+    srv.queue(PATH, Reply(200, completion(cut, finish_reason="length")))
+    reply = engine(srv).draft(REQUEST)
+    assert reply.malformed is None and [c.tag for c in reply.claims] == ["SOURCED"]
+    assert reply.call.outcome == "degraded" and "cut off (finish_reason=length) after 1 complete claim" in reply.call.detail
+
+
 def test_one_bad_claim_no_longer_voids_the_answer():
     parsed = parse_claims(json.dumps({"claims": [
         GOOD["claims"][0], {"text": "y", "tag": "SOURCED", "source": "S7", "quote": "q"}, {"tag": "INFERRED"}]}),
