@@ -249,9 +249,7 @@ class OpenAIChat:
                     response_format=response_format, messages=messages,  # type: ignore[arg-type]
                 )
                 box["completion"] = raw.parse()
-            except (openai.OpenAIError, AttributeError, TypeError, ValueError, RecursionError) as exc:
-                box["error"] = exc  # a reply nested too deeply to parse is a bad response, not a crash
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it was
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, whatever it was
                 box["error"] = exc
             finally:
                 gate.release()
@@ -267,6 +265,7 @@ class OpenAIChat:
                 raise _FormatRejected(exc)
             if not isinstance(exc, Exception):
                 raise exc
+            # an SDK error, or a reply it could not read (one nested too deeply included): typed, not a crash
             raise self.typed(exc, attempt) from exc
         return box["completion"]
 
