@@ -135,6 +135,14 @@ def without_length_bounds(schema: Any) -> Any:
     return schema
 
 
+def forget_endpoints() -> None:
+    """Forget every endpoint's structured-output level and slots (a test's server is gone when it ends,
+    and a later one may get its port)."""
+    with _registry_lock:
+        _format_level.clear()
+        _gates.clear()
+
+
 def schema_instruction(schema: dict[str, Any]) -> str:
     return "The JSON object must follow this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False,
                                                                            separators=(",", ":"))
