@@ -60,7 +60,9 @@ PROMPT_VERSION = "claims-json-v2"
 MAX_CLAIMS = 40
 MAX_SYNTHESIS_CLAIMS = 8
 QUOTE_MAX_CHARS = 400          # one or two sentences: the schema's cap, and the reader's
-MAX_ANSWER_CHARS = 200_000     # an answer longer than this is not read at all
+# An answer longer than this is not read at all; below it, an oversized claim is the audit's to cut and record
+# (a hostile answer of two 1 MB claims beside valid ones keeps the valid ones).
+MAX_ANSWER_CHARS = 8_000_000
 MAX_REASON_CHARS = 500
 _MAX_REPORTED = 8  # problems reported back in `malformed` or the call's detail
 

@@ -118,7 +118,6 @@ MALFORMED = [
     (json.dumps({"claims": [], "insufficient_evidence": None}), "no claims and no insufficient_evidence"),
     (json.dumps({"claims": [], "insufficient_evidence": 42}), "'insufficient_evidence' must be null or a string"),
     (json.dumps({"claims": ["just text"]}), "claim 1: not an object"),
-    ("x" * 200_001, "at most 200,000 are read"),
     ("[" * 100_000, "not JSON"),
 ]
 
@@ -147,6 +146,11 @@ def test_a_sourced_claim_with_an_unusable_citation_is_kept_as_inferred_with_its_
     reply = engine(srv).draft(REQUEST)
     assert reply.malformed is None and reply.claims == [ClaimDraft("x", "INFERRED", None, None)]
     assert reply.call.outcome == "degraded" and reason in reply.call.detail and "kept as INFERRED" in reply.call.detail
+
+
+def test_an_answer_too_large_to_read_is_malformed_without_parsing():
+    parsed = parse_claims("[" * 8_000_001, ["S1"])
+    assert parsed.claims == [] and parsed.malformed == "answer of 8,000,001 characters; at most 8,000,000 are read"
 
 
 def test_cut_off_and_empty_answers_are_malformed(srv):
