@@ -64,7 +64,8 @@ def engine_for(settings: Settings, key_secret: Secret | None = None) -> Delibera
     """The configured engine; its API key from the Secret block the run picked, else the providers block's
     Secret field, else the SDK's environment variable (OPENAI_API_KEY)."""
     if settings.llm == "openai":
-        return make_deliberation_engine("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret))
+        return make_deliberation_engine("openai", model=settings.llm_model, api_key=_openai_key(settings, key_secret),
+                                        options=settings.llm_options)
     return make_deliberation_engine(settings.llm)
 
 
@@ -81,7 +82,7 @@ def verifier_for(settings: Settings, key_secret: Secret | None = None) -> Suppor
     choice = verifier_choice(settings)
     if choice.name == "openai":
         return make_support_verifier("openai", model=choice.model, base_url=choice.base_url,
-                                     api_key=_openai_key(settings, key_secret))
+                                     api_key=_openai_key(settings, key_secret), options=settings.llm_options)
     return make_support_verifier(choice.name)
 
 

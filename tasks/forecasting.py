@@ -52,7 +52,8 @@ def propose_drivers(settings: Settings, question: str, base_rate: float,
     """Drivers supplied in the request win; otherwise the configured engine decomposes the question."""
     if supplied:
         return list(supplied), {"drivers": "supplied in the request"}
-    engine = make_driver_engine(settings.llm, **({"model": settings.llm_model} if settings.llm == "openai" else {}))
+    engine = make_driver_engine(settings.llm, **({"model": settings.llm_model, "options": settings.llm_options}
+                                                 if settings.llm == "openai" else {}))
     return engine.propose_drivers(question, base_rate=base_rate), {"drivers": f"{engine.name} {engine.version}"}
 
 

@@ -133,6 +133,16 @@ def _close_the_pools_a_test_opened():
     db.close_shared(keep=before)
 
 
+@pytest.fixture(autouse=True)
+def _forget_the_llm_endpoints_a_test_served():
+    """What the OpenAI client remembers per endpoint (structured-output level, slots) is about a test's own
+    local server: a later test's server may get the same port."""
+    yield
+    from forum_atlas.llm.openai_client import forget_endpoints
+
+    forget_endpoints()
+
+
 @pytest.fixture
 def database_url(pg_server_url: str) -> str:
     """A new database with the full schema, private to this test."""

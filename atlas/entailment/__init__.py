@@ -58,7 +58,7 @@ def choose_verifier(settings: Settings, drafting_base_url: str | None = None) ->
 
 
 def make_support_verifier(name: str = "rules", **options: object) -> SupportVerifier:
-    """`options` go to the OpenAI verifier: model, api_key, base_url, timeout_s, max_retries."""
+    """`options` go to the OpenAI verifier: model, api_key, base_url, options (LLMOptions), batch_size."""
     if name == "rules":
         return RuleBasedSupportVerifier()
     if name == "openai":

@@ -19,9 +19,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from forum_atlas.config import LLMOptions
 from forum_atlas.deliberation.model import VERDICTS, CallRecord, Verdict
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery
 from forum_atlas.llm.openai_client import DEFAULT_MODEL, OpenAIChat, canonical_json, sha256_hex
+from forum_atlas.llm.prompt_budget import excerpt, passage_chars_available
 from forum_atlas.providers import ProviderError
 
 PROMPT_VERSION = "support-json-v1"
@@ -85,22 +87,26 @@ class OpenAISupportVerifier:
     version = PROMPT_VERSION
 
     def __init__(self, model: str = DEFAULT_MODEL, api_key: str | None = None, base_url: str | None = None,
-                 timeout_s: float = 60.0, max_retries: int = 2, batch_size: int = 8,
-                 max_passage_chars: int = 4000):
+                 options: LLMOptions | None = None, batch_size: int = 8, max_passage_chars: int = 4000):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.model = model
         self.name = f"openai:{model}"
         self.batch_size = batch_size
         self.max_passage_chars = max_passage_chars
-        self.chat = OpenAIChat(provider=self.name, model=model, api_key=api_key, base_url=base_url,
-                               timeout_s=timeout_s, max_retries=max_retries)
+        self.chat = OpenAIChat(provider=self.name, model=model, api_key=api_key, base_url=base_url, options=options)
 
     def __repr__(self) -> str:
         return f"OpenAISupportVerifier(model={self.model!r})"
 
     def messages(self, batch: Sequence[SupportQuery]) -> list[dict[str, str]]:
-        items = [{"i": i, "claim": q.claim, "quote": q.quote, "passage": q.passage[: self.max_passage_chars]}
+        # the passages share what the model's context leaves beside the instructions, claims and quotes; a
+        # long one is shown around the sentences nearest its claim and quote, not cut at its end
+        options = self.chat.options
+        fixed = SYSTEM_PROMPT + "".join(q.claim + q.quote for q in batch)
+        share = passage_chars_available(options.context_tokens, options.max_tokens, fixed) // max(1, len(batch))
+        limit = max(0, min(self.max_passage_chars, share - 40))  # 40: the item's JSON keys and escapes
+        items = [{"i": i, "claim": q.claim, "quote": q.quote, "passage": excerpt(q.passage, f"{q.claim} {q.quote}", limit)}
                  for i, q in enumerate(batch)]
         return [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": json.dumps({"items": items}, ensure_ascii=False, indent=1)}]

@@ -25,7 +25,7 @@ def make_driver_engine(name: str = "offline", **options: object) -> DriverEngine
 
 
 def make_deliberation_engine(name: str = "offline", **options: object) -> DeliberationEngine:
-    """`options` go to the OpenAI engine: model, api_key, base_url, timeout_s, max_retries."""
+    """`options` go to the OpenAI engine: model, api_key, base_url, options (LLMOptions)."""
     if name == "offline":
         return OfflineDeliberationEngine()
     if name == "openai":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from forum_atlas.config import LLMOptions
 from forum_atlas.forecasting.montecarlo import Driver
 from forum_atlas.llm.base import drivers_from_payload
 from forum_atlas.llm.openai_client import DEFAULT_MODEL, OpenAIChat
@@ -28,12 +29,10 @@ class OpenAIDriverEngine:
     version = "chat-json-v1"
 
     def __init__(self, *, model: str = DEFAULT_MODEL, api_key: str | None = None, base_url: str | None = None,
-                 timeout_s: float = 30.0, max_retries: int = 2):
+                 options: LLMOptions | None = None):
         self.model = model
         self.name = f"openai:{model}"
-        self.max_retries = max_retries
-        self.chat = OpenAIChat(provider=PROVIDER, model=model, api_key=api_key, base_url=base_url,
-                               timeout_s=timeout_s, max_retries=max_retries)
+        self.chat = OpenAIChat(provider=PROVIDER, model=model, api_key=api_key, base_url=base_url, options=options)
 
     def propose_drivers(self, question: str, *, base_rate: float) -> list[Driver]:
         result = self.chat.complete_json([

@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from forum_atlas.config import LLMOptions
+
 from forum_atlas.entailment.base import SupportQuery, SupportVerifier
 from forum_atlas.entailment.openai_verifier import OpenAISupportVerifier, read_verdicts
 from forum_atlas.llm.openai_client import canonical_json, sha256_hex
@@ -42,8 +44,8 @@ def srv():
 
 
 def verifier(srv, **options) -> OpenAISupportVerifier:
-    options.setdefault("max_retries", 0)
-    return OpenAISupportVerifier(model="judge-model", api_key=KEY, base_url=srv.url + "/v1", **options)
+    return OpenAISupportVerifier(model="judge-model", api_key=KEY, base_url=srv.url + "/v1",
+                                 options=LLMOptions(retries=0), **options)
 
 
 def test_verdicts_are_read_by_index_and_recorded(srv):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from forum_atlas.config import LLMOptions
 from forum_atlas.llm import OfflineDriverEngine
 from forum_atlas.llm.openai_engine import OpenAIDriverEngine
 from forum_atlas.providers import ProviderAuthError, ProviderBadResponse, ProviderRateLimited, ProviderUnavailable
@@ -26,8 +27,9 @@ def srv():
         yield server
 
 
-def engine(srv, **options):
-    return OpenAIDriverEngine(model="test-model", api_key="k", base_url=srv.url + "/v1", **options)
+def engine(srv, max_retries: int = 2):
+    return OpenAIDriverEngine(model="test-model", api_key="k", base_url=srv.url + "/v1",
+                              options=LLMOptions(retries=max_retries))
 
 
 def test_offline_rule_is_deterministic_and_centred():

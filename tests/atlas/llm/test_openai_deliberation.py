@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from forum_atlas.config import LLMOptions
 from forum_atlas.deliberation.model import (
     AuditedClaim,
     ClaimDraft,
@@ -60,8 +61,9 @@ def srv():
 
 
 def engine(srv, **options) -> OpenAIDeliberationEngine:
-    options.setdefault("max_retries", 0)
-    return OpenAIDeliberationEngine(model="test-model", api_key=KEY, base_url=srv.url + "/v1", **options)
+    options.setdefault("retries", 0)
+    return OpenAIDeliberationEngine(model="test-model", api_key=KEY, base_url=srv.url + "/v1",
+                                    options=LLMOptions(**options))
 
 
 def test_is_a_deliberation_engine(srv):
@@ -79,8 +81,12 @@ def test_good_answer_is_parsed_and_recorded(srv):
         ClaimDraft("Queue growth suggests continued build-out.", "INFERRED", None, None),
     ]
     body = srv.requests_to(PATH)[0].body
-    assert body["model"] == "test-model" and body["temperature"] == 0
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["model"] == "test-model" and body["temperature"] == 0 and body["max_tokens"] == 2048
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert body["response_format"]["type"] == "json_schema"
+    claim = schema["properties"]["claims"]["items"]["properties"]
+    assert claim["source"]["anyOf"][0]["enum"] == ["S1", "S2"]  # the labels actually given
+    assert claim["quote"]["anyOf"][0]["maxLength"] == 400
     system, user = body["messages"][0]["content"], body["messages"][1]["content"]
     assert "SOURCED" in system and "INFERRED" in system and "VERBATIM" in system and "insufficient_evidence" in system
     assert "paraphrase is rejected" not in system  # the strict rules are for the retry
@@ -109,24 +115,42 @@ MALFORMED = [
     (json.dumps({"claims": "none", "insufficient_evidence": None}), "'claims' is missing or not a list"),
     (json.dumps({"claims": [{"text": 3, "tag": "INFERRED"}]}), "'text' missing"),
     (json.dumps({"claims": [{"text": "x", "tag": "GUESS"}]}), "unknown tag 'GUESS'"),
-    (json.dumps({"claims": [{"text": "x", "tag": "SOURCED", "source": "S1"}]}), "SOURCED without a quote"),
-    (json.dumps({"claims": [{"text": "x", "tag": "SOURCED", "quote": "q"}]}), "SOURCED without a source"),
-    (json.dumps({"claims": [{"text": "x", "tag": "SOURCED", "source": "S9", "quote": "q"}]}),
-     "'S9' is not one of the passages (S1, S2)"),
-    (json.dumps({"claims": [{"text": "x", "tag": "SOURCED", "source": 1, "quote": "q"}]}), "'source' must be"),
-    (json.dumps({"claims": [{"text": "x", "tag": "SOURCED", "source": "S1", "quote": ["q"]}]}), "'quote' must be"),
     (json.dumps({"claims": [], "insufficient_evidence": None}), "no claims and no insufficient_evidence"),
     (json.dumps({"claims": [], "insufficient_evidence": 42}), "'insufficient_evidence' must be null or a string"),
     (json.dumps({"claims": ["just text"]}), "claim 1: not an object"),
+    ("[" * 100_000, "not JSON"),
 ]
 
 
 @pytest.mark.parametrize("content, reason", MALFORMED)
-def test_malformed_answer_is_a_validation_failure_not_an_exception(srv, content, reason):
+def test_an_answer_with_nothing_usable_is_a_validation_failure_not_an_exception(srv, content, reason):
     srv.queue(PATH, Reply(200, completion(content)))
     reply = engine(srv).draft(REQUEST)
     assert reply.claims == [] and reason in reply.malformed
     assert reply.call.outcome == "bad_response" and reason in reply.call.detail
+
+
+UNUSABLE_CITATIONS = [
+    ({"source": "S1"}, "SOURCED without a quote"),
+    ({"quote": "q"}, "SOURCED without a source label"),
+    ({"source": "S9", "quote": "q"}, "'S9' is not one of the passages (S1, S2)"),
+    ({"source": 1, "quote": "q"}, "'source' is not a passage label"),
+    ({"source": "S1", "quote": ["q"]}, "'quote' is not a string"),
+    ({"source": "S1", "quote": "q" * 401}, "quote of 401 characters, over the 400-character cap"),
+]
+
+
+@pytest.mark.parametrize("citation, reason", UNUSABLE_CITATIONS)
+def test_a_sourced_claim_with_an_unusable_citation_is_kept_as_inferred_with_its_reason(srv, citation, reason):
+    srv.queue(PATH, ok({"claims": [{"text": "x", "tag": "SOURCED", **citation}], "insufficient_evidence": None}))
+    reply = engine(srv).draft(REQUEST)
+    assert reply.malformed is None and reply.claims == [ClaimDraft("x", "INFERRED", None, None)]
+    assert reply.call.outcome == "degraded" and reason in reply.call.detail and "kept as INFERRED" in reply.call.detail
+
+
+def test_an_answer_too_large_to_read_is_malformed_without_parsing():
+    parsed = parse_claims("[" * 8_000_001, ["S1"])
+    assert parsed.claims == [] and parsed.malformed == "answer of 8,000,001 characters; at most 8,000,000 are read"
 
 
 def test_cut_off_and_empty_answers_are_malformed(srv):
@@ -136,10 +160,22 @@ def test_cut_off_and_empty_answers_are_malformed(srv):
     assert engine(srv).draft(REQUEST).malformed == "empty answer"
 
 
-def test_one_bad_claim_fails_the_whole_answer():
-    claims, insufficient, malformed = parse_claims(json.dumps({"claims": [
-        GOOD["claims"][0], {"text": "y", "tag": "SOURCED", "source": "S7", "quote": "q"}]}), ["S1", "S2"])
-    assert claims == [] and insufficient is None and "claim 2" in malformed
+def test_an_answer_cut_off_at_max_tokens_keeps_its_complete_claims(srv):
+    whole = json.dumps(GOOD)
+    cut = whole[:whole.index('{"text": "Queue growth')] + '{"text": "Queue gro'
+    srv.queue(PATH, Reply(200, completion(cut, finish_reason="length")))
+    reply = engine(srv).draft(REQUEST)
+    assert reply.malformed is None and [c.tag for c in reply.claims] == ["SOURCED"]
+    assert reply.call.outcome == "degraded" and "cut off (finish_reason=length) after 1 complete claim" in reply.call.detail
+
+
+def test_one_bad_claim_no_longer_voids_the_answer():
+    parsed = parse_claims(json.dumps({"claims": [
+        GOOD["claims"][0], {"text": "y", "tag": "SOURCED", "source": "S7", "quote": "q"}, {"tag": "INFERRED"}]}),
+        ["S1", "S2"])
+    assert parsed.malformed is None and parsed.claims == [
+        ClaimDraft(GOOD["claims"][0]["text"], "SOURCED", "S1", GOOD["claims"][0]["quote"]), ClaimDraft("y", "INFERRED")]
+    assert [p.split(":")[0] for p in parsed.problems] == ["claim 2", "claim 3"]
 
 
 def test_attempt_two_sends_the_stricter_prompt_with_the_failures(srv):
@@ -169,7 +205,7 @@ def test_digests_are_stable_for_the_same_request(srv):
 def test_typed_errors(srv):
     srv.queue(PATH, Reply(401, {"error": {"message": "bad key"}}))
     with pytest.raises(ProviderAuthError) as auth:
-        engine(srv, max_retries=2).draft(REQUEST)
+        engine(srv, retries=2).draft(REQUEST)
     assert auth.value.status == 401 and auth.value.attempts == 1  # a 401 is not retried
     assert auth.value.call.outcome == "auth" and auth.value.call.stage == "draft:technical#1"
 
@@ -184,7 +220,7 @@ def test_typed_errors(srv):
 
     srv.queue(PATH, *[Reply(429, {"error": {"message": "slow"}}, headers={"Retry-After": "0"})] * 2)
     with pytest.raises(ProviderRateLimited) as retried:
-        engine(srv, max_retries=1).draft(REQUEST)
+        engine(srv, retries=1).draft(REQUEST)
     assert retried.value.attempts == 2 and retried.value.call.attempts == 2
 
     srv.queue(PATH, Reply(503, {"error": {"message": "down"}}, headers={"Retry-After": "0"}))
@@ -204,7 +240,8 @@ def test_unreachable_server_is_typed_unavailable():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    e = OpenAIDeliberationEngine(model="m", api_key=KEY, base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    e = OpenAIDeliberationEngine(model="m", api_key=KEY, base_url=f"http://127.0.0.1:{port}/v1",
+                                 options=LLMOptions(retries=0))
     with pytest.raises(ProviderUnavailable):
         e.draft(REQUEST)
 
@@ -259,7 +296,8 @@ def test_synthesis_sees_the_findings_and_may_cite_only_their_passages(srv):
     srv.queue(PATH, ok({"claims": [{"text": "Queues grew.", "tag": "SOURCED", "source": "S2",
                                     "quote": "Interconnection queues grew"}], "insufficient_evidence": None}))
     refused = engine(srv).synthesize(request)
-    assert refused.claims == [] and "'S2' is not one of the passages (S1)" in refused.malformed
+    assert refused.claims == [ClaimDraft("Queues grew.", "INFERRED")] and refused.malformed is None
+    assert "'S2' is not one of the passages (S1)" in refused.call.detail
 
 
 def test_synthesis_without_findings_makes_no_call(srv):
