@@ -1,6 +1,7 @@
 """`atlas ops up|down|status`: a Prefect server on loopback with its own PostgreSQL (`prefect_postgres`), the
 `atlas-process` work pool, a worker and the deployments, as background processes that outlive the command,
-plus (on embedded defaults) a process that holds the embedded PostgreSQL open for the worker's lifetime.
+plus (on embedded defaults) a process that holds the embedded PostgreSQL open for the worker's lifetime, and a
+janitor that closes the task runs a crashed flow run left Running.
 
 Without that holder every flow run the worker starts opens the embedded database itself, and the
 last one to leave stops it, so the next run pays its start-up again. The stack's processes, URLs
@@ -115,6 +116,7 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> t
                                f"the Prefect server (log: {logs / 'server.log'})")
         # the worker starts (seconds of imports) while the deployments are made; it creates the pool if first
         _start_role(stack, "worker", env)
+        _start_role(stack, "janitor", env)
         _save(settings, stack)
         if deploy:
             done = deploy_all(settings, stack)
@@ -164,9 +166,10 @@ def _redeploy_if_changed(settings: Settings, stack: Stack) -> list[str]:
 
 
 def _start_role(stack: Stack, role: str, env: dict[str, str]) -> None:
-    """Start the stack's database holder or worker (their logs append to <role>.log)."""
+    """Start the stack's database holder, worker or janitor (their logs append to <role>.log)."""
     command = {"database": ["-m", "forum_atlas.runtime.ops_stack", "hold-database"],
-               "worker": ["-m", "prefect", "worker", "start", "--pool", WORK_POOL, "--type", "process"]}[role]
+               "worker": ["-m", "prefect", "worker", "start", "--pool", WORK_POOL, "--type", "process"],
+               "janitor": ["-m", "forum_atlas.runtime.ops_stack", "close-crashed-task-runs"]}[role]
     stack.pids[role] = _spawn([sys.executable, *command], env, Path(stack.logs) / f"{role}.log",
                               cwd=Path(stack.project_dir) if role == "worker" else None)
 
@@ -176,7 +179,7 @@ def _restart_dead(settings: Settings, stack: Stack) -> list[str]:
     before the worker, as `up` orders them."""
     env = stack_environment(settings, stack)
     restarted = []
-    for role in ("database", "worker"):
+    for role in ("database", "worker", "janitor"):
         if role in stack.pids and not alive(stack.pids[role]):
             _start_role(stack, role, env)
             restarted.append(f"restarted: {role} (pid {stack.pids[role]}); the server stays at {stack.api_url}")
@@ -458,5 +461,50 @@ def hold_database() -> None:
         signal.pause()
 
 
+JANITOR_SECONDS = 10   # how often the janitor looks for task runs of crashed flow runs
+
+
+def close_crashed_task_runs() -> int:
+    """Set Crashed the task runs still Pending or Running in a flow run that crashed: its process is gone (killed,
+    its machine lost; the worker or the crash detection set the flow run Crashed), so they never end on their own,
+    and the dashboard would count them Running for ever. Returns how many it closed."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+        TaskRunFilter,
+        TaskRunFilterState,
+        TaskRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    with get_client(sync_client=True) as client:
+        stranded = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CRASHED]))),
+            task_run_filter=TaskRunFilter(state=TaskRunFilterState(type=TaskRunFilterStateType(
+                any_=[StateType.RUNNING, StateType.PENDING]))))
+        for task_run in stranded:
+            client.set_task_run_state(task_run.id, Crashed(message="its flow run crashed (its process is gone)"),
+                                      force=True)
+    return len(stranded)
+
+
+def janitor() -> None:
+    """The stack's janitor: close_crashed_task_runs every JANITOR_SECONDS until SIGTERM; one line per pass that
+    closed something, one line per failed pass (the server restarting), never a traceback."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        try:
+            if closed := close_crashed_task_runs():
+                print(f"closed {closed} task run(s) of crashed flow runs as Crashed", flush=True)
+        except Exception as exc:  # noqa: BLE001 — a pass that failed is tried again at the next one
+            print(f"pass failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", flush=True)
+        time.sleep(JANITOR_SECONDS)
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["hold-database"]:
     hold_database()
+if __name__ == "__main__" and sys.argv[1:] == ["close-crashed-task-runs"]:
+    janitor()

@@ -143,7 +143,7 @@ def stack(operator):
 
 def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
     stack = operator.stack
-    assert set(stack.pids) == {"prefect-db", "database", "server", "worker"}
+    assert set(stack.pids) == {"prefect-db", "database", "server", "worker", "janitor"}
     assert all(map(ops_stack.alive, stack.pids.values())) and stack.prefect_database == "managed"
     assert f"Prefect UI  {stack.ui_url}" in operator.up_printed and stack.api_url.startswith("http://127.0.0.1:")
     # deploy's own lines: the alert it declared (or why not), the crash detection
@@ -458,6 +458,13 @@ def test_an_expected_failure_logs_its_cause_in_one_line_and_alerts(stack, tmp_pa
     assert not [line for line in logged if "Traceback" in line]
 
 
+def _task_runs(stack, flow_run_id: str, *state_types: str) -> list[dict]:
+    """The flow run's task runs (in these state types, if any are given)."""
+    task_runs = {"state": {"type": {"any_": list(state_types)}}} if state_types else None
+    return _api(stack, "POST", "/task_runs/filter", flow_runs={"id": {"any_": [flow_run_id]}},
+                **({"task_runs": task_runs} if task_runs else {})).json()
+
+
 def _kill_with_descendants(pid: int) -> None:
     """SIGKILL a process and everything under it (a worker and the run it started), as a lost machine does."""
     for victim in with_descendants(pid):
@@ -502,6 +509,11 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
         print(f"\nCrashed {crashed_after:.0f} s after the kill ({committed} documents committed before it)")
     assert state["state_type"] == "CRASHED", state["state"]
     assert "no heartbeat" in state["state"]["message"]
+    # the task runs it left Running are closed as Crashed by the stack's janitor (issue 37, 5)
+    deadline = time.monotonic() + ops_stack.JANITOR_SECONDS + 20
+    while (left_open := _task_runs(stack, run_id, "RUNNING", "PENDING")) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not left_open and _task_runs(stack, run_id, "CRASHED"), _task_runs(stack, run_id)
 
     # `ops up` starts only the dead worker, beside the same server
     capsys.readouterr()
@@ -570,7 +582,7 @@ def test_ops_down_stops_every_process_and_status_says_so(operator, capsys):
     # so that the holder is its last user and stops it
     stop_embedded(pgdata)
     assert main(["ops", "down"]) == 0
-    assert "stopped: worker, server, database, prefect-db" in capsys.readouterr().out
+    assert "stopped: janitor, worker, server, database, prefect-db" in capsys.readouterr().out
     assert not [role for role, pid in pids.items() if ops_stack.alive(pid)], "a process of the stack outlived it"
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL outlived the stack"
     assert ops_stack.read_stack(operator.settings) is None
