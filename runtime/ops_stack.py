@@ -205,8 +205,9 @@ def deploy_all(settings: Settings, stack: Stack, names: Sequence[str] = ()) -> l
 
 
 def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str] = (),
-           log: Path | None = None) -> list[str]:
-    """Deploy the flows of `root`/prefect.yaml (those `names`, default all) to the server at `api_url`,
+           log: Path | None = None, prefect_file: Path | None = None) -> list[str]:
+    """Deploy the flows of `root`/prefect.yaml (or `prefect_file`: deployments/prefect.docker.yaml; those `names`,
+    default all) to the server at `api_url`,
     idempotently: the work pool and the block types are created once, deployments are updated in place,
     every schedule of a deployment already on the server is kept as the operator left it (active or paused,
     added or removed: prefect.yaml's `initial_schedules` only seed a new deployment), every run beats (the
@@ -229,7 +230,7 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
         # Prefect replaces a deployment's schedules with the file's on every deploy (re-pausing a resumed lane,
         # resuming a paused nightly) and leaves them alone when the file says `schedules: null`, as prefect.yaml
         # does for every deployment: its `initial_schedules` (a key Prefect ignores) seed a new one only
-        config = yaml.safe_load((root / "prefect.yaml").read_text())
+        config = yaml.safe_load((prefect_file or root / "prefect.yaml").read_text())
         on_server = {d.name for d in existing.values()}
         for deployment in config["deployments"]:
             seed = deployment.pop("initial_schedules", None)

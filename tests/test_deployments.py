@@ -25,18 +25,21 @@ def test_every_entrypoint_is_a_flow_of_its_own_file():
         assert load_flow_from_entrypoint(str(REPO / path) + ":" + name).name
 
 
-def test_a_plain_prefect_deploy_of_the_file_keeps_schedules_and_heartbeats():
+def test_a_plain_prefect_deploy_of_either_file_keeps_schedules_and_heartbeats():
     """Issue 37 (2): `prefect deploy --all` reads prefect.yaml as it is: every deployment says `schedules: null`
     (Prefect then leaves the server's schedules alone: a paused nightly stays paused) and carries the heartbeat in
     its job environment (crash detection stays on); the shipped schedules are `initial_schedules`, which Prefect
     ignores and `atlas ops deploy` seeds on a new deployment."""
     from forum_atlas.runtime.ops_stack import HEARTBEAT_SECONDS
 
-    deployments = _deployments_in_yaml()
-    assert all("schedules" in d and d["schedules"] is None for d in deployments)
-    assert {d["name"]: d["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]
-            for d in deployments} == {d["name"]: str(HEARTBEAT_SECONDS) for d in deployments}
-    assert {d["name"] for d in deployments if d.get("initial_schedules")} == {"bind-forecasts", "score-accuracy"}
+    docker = yaml.safe_load((REPO / "deployments" / "prefect.docker.yaml").read_text())["deployments"]
+    for deployments in (_deployments_in_yaml(), docker):
+        assert all("schedules" in d and d["schedules"] is None for d in deployments)
+        assert {d["name"]: d["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]
+                for d in deployments} == {d["name"]: str(HEARTBEAT_SECONDS) for d in deployments}
+    assert {d["name"] for d in _deployments_in_yaml() if d.get("initial_schedules")} == \
+        {"bind-forecasts", "score-accuracy"}
+    assert {d["name"] for d in docker if d.get("initial_schedules")} == {"bind-forecasts-docker", "score-accuracy-docker"}
 
 
 def _deploy() -> str:
