@@ -14,13 +14,23 @@ from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.deliberation.render import render_markdown
-from forum_atlas.tasks import flow_run_id
-from forum_atlas.tasks.deliberation import DeliberationParameters, TaskStages, run_deliberation
+from forum_atlas.run_names import brief_key, slug
+from forum_atlas.tasks import flow_run_id, mark_flow_run
+from forum_atlas.tasks.deliberation import DeliberationParameters, TaskStages, publish_brief_index, run_deliberation
 
 __all__ = ["DeliberationParameters", "deliberate"]
 
 
-@flow(name="deliberate", log_prints=True)
+def _run_name() -> str:
+    """`brief-<slug of the question>` while it runs; renamed `brief-<id>-<slug>` once the brief is stored."""
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters.get("params")
+    question = params.get("question") if isinstance(params, dict) else getattr(params, "question", "")
+    return f"brief-{slug(question or '')}"
+
+
+@flow(name="deliberate", flow_run_name=_run_name, log_prints=True)
 def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | None = None,
                providers_block: AtlasProviders | None = None) -> dict:
     """A question in, an audited brief out (the run form shows these descriptions).
@@ -40,9 +50,13 @@ def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | N
         gathered = gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
                                    database_block, providers_block)
     view = run_deliberation(params, settings, TaskStages, flow_run_id, gathered)
-    create_markdown_artifact(key="brief", markdown=render_markdown(view), description=f"brief {view.brief_id}")
-    create_table_artifact(key="brief-audit", description=f"audit summary of brief {view.brief_id}",
+    key = brief_key(view.brief_id, params.question)   # the UI finds the brief by its id or its question's words
+    mark_flow_run(name=key)
+    create_markdown_artifact(key=key, markdown=render_markdown(view), description=f"brief {view.brief_id}: "
+                             f"{params.question}")
+    create_table_artifact(key=f"brief-{view.brief_id}-audit", description=f"audit summary of brief {view.brief_id}",
                           table=[{"measure": k, "value": v} for k, v in view.audit.measures()])
+    publish_brief_index(settings)
     print(f"brief {view.brief_id}: {view.audit.sourced_verified} verified [SOURCED], {view.audit.inferred} "
           f"[INFERRED], {view.audit.downgraded} downgraded, {view.audit.retried} retried; seal {view.seal[:16]}")
     return view.summary()

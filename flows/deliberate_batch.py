@@ -27,6 +27,7 @@ from forum_atlas.deliberation.model import AuditSummary
 from forum_atlas.flows.deliberate import DeliberationParameters
 from forum_atlas.runtime.task_runners import describe, in_process, task_runner_from_env
 from forum_atlas.tasks.deliberate_batch import database_for_workers, deliberate_question
+from forum_atlas.tasks.deliberation import publish_brief_index
 
 MAX_QUESTIONS = 100
 SEAL_CHARS = 16
@@ -82,6 +83,8 @@ def deliberate_batch(
     create_table_artifact(key="deliberate-batch", table=rows,
                           description=f"{len(questions) - len(failed)} of {len(questions)} briefs persisted")
     print(f"{len(questions) - len(failed)} of {len(questions)} briefs persisted on {describe(runner)}")
+    if len(failed) < len(questions):
+        publish_brief_index(settings)
     if failed:
         raise BatchFailed(f"{len(failed)} of {len(questions)} questions failed (the other briefs are persisted): "
                           + "; ".join(failed), rows)

@@ -42,6 +42,7 @@ from forum_atlas.ingestion.documents import DEFAULT_MAX_FILE_BYTES
 from forum_atlas.ingestion.preparation import BatchInFlight, CommitLog
 from forum_atlas.ingestion.records import DocumentOptions, FileOutcome, InputError, SourceInfo, detect_format, iter_raw
 from forum_atlas.ingestion.validation import warm_up_in_background
+from forum_atlas.run_names import ingest_run_name
 from forum_atlas.runtime.task_runners import describe, in_process, parallel_slots, task_runner_from_env
 from forum_atlas.tasks import flow_run_id
 from forum_atlas.tasks.ingest import (
@@ -83,8 +84,17 @@ class SourceParams(BaseModel):
                                                          "source, its own for a known one")
 
 
+def _run_name() -> str:
+    from prefect.runtime import flow_run
+
+    parameters = flow_run.parameters
+    source = parameters.get("source")
+    name = source.get("name") if isinstance(source, dict) else getattr(source, "name", None)
+    return ingest_run_name(str(parameters.get("path", "")), name)
+
+
 # A deployment picks Dask through the flow-run process's environment; the CLI and tests use `with_options`.
-@flow(name="ingest", log_prints=True, task_runner=task_runner_from_env())
+@flow(name="ingest", flow_run_name=_run_name, log_prints=True, task_runner=task_runner_from_env())
 def ingest(
     path: str,
     format: Literal["auto", "jsonl", "folder", "beir"] = "auto",

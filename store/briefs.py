@@ -338,10 +338,11 @@ def _evidence_base(withheld: list[dict] | None, gathering: dict | None) -> dict[
 
 
 def list_briefs(db: Database, limit: int = 20) -> list[dict[str, Any]]:
-    """The newest briefs: brief_id, created_at, question, audit (for `atlas brief list`)."""
+    """The newest briefs: brief_id, created_at, question, audit, flow_run_id (for `atlas brief list`, and the
+    `brief-index` artifact's links to their runs)."""
     with db.connection() as conn:
         return conn.cursor(row_factory=dict_row).execute(
-            """SELECT brief_id, created_at, question, audit FROM forum.briefs
+            """SELECT brief_id, created_at, question, audit, flow_run_id FROM forum.briefs
                 ORDER BY created_at DESC, brief_id DESC LIMIT %s""", (limit,)).fetchall()
 
 

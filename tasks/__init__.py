@@ -15,3 +15,24 @@ def flow_run_id() -> str | None:
     from prefect.runtime import flow_run
 
     return str(flow_run.id) if flow_run.id else None
+
+
+def mark_flow_run(*, name: str | None = None, tags: tuple[str, ...] = ()) -> None:
+    """Rename the current flow run and/or add tags to it, once what it was about is known (a brief's id, a
+    degraded nightly): the UI's run list and its search show them. Nothing outside a flow run."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:
+        return
+    with get_client(sync_client=True) as client:
+        current = client.read_flow_run(flow_run.id)
+        client.update_flow_run(flow_run.id, name=name or current.name,
+                               tags=[*current.tags, *(t for t in tags if t not in current.tags)])
+
+
+def ui_url() -> str | None:
+    """The Prefect UI's base URL for links in artifacts (derived from PREFECT_API_URL), or None."""
+    from prefect.settings import PREFECT_UI_URL
+
+    return (PREFECT_UI_URL.value() or "").rstrip("/") or None

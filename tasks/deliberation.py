@@ -207,6 +207,23 @@ def persist(settings: Settings, record: BriefRecord) -> BriefView:
     return briefs.load_brief(db, stored.brief_id)
 
 
+BRIEF_INDEX_LENGTH = 50
+
+
+@deliberation_task(name="publish-brief-index")
+def publish_brief_index(settings: Settings) -> None:
+    """The `brief-index` markdown artifact: the newest briefs, with links to their artifacts and runs (its
+    latest version is the one the UI's Artifacts page shows under that key)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    from forum_atlas.run_names import brief_index_markdown
+    from forum_atlas.tasks import ui_url
+
+    rows = briefs.list_briefs(shared_database(settings), BRIEF_INDEX_LENGTH)
+    create_markdown_artifact(key="brief-index", markdown=brief_index_markdown(rows, ui_url()),
+                             description=f"the {len(rows)} newest briefs")
+
+
 Specialist = Literal["legal_regulatory", "financial", "technical", "geospatial", "forecasting"]
 assert set(Specialist.__args__) == set(SPECIALISTS)  # the run form's choices are the panel's
 

@@ -25,6 +25,7 @@ from forum_atlas.series.coverage import VintageCoverageError
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store import scores
 from forum_atlas.store.db import shared_database
+from forum_atlas.tasks import mark_flow_run
 
 FETCH_TIMEOUT_S = 20.0   # one HTTP request to FRED
 _TRANSIENT = (ProviderTimeout, ProviderRateLimited, ProviderUnavailable)
@@ -41,17 +42,21 @@ def fred_api_key(secret: Secret | None) -> str | None:
     return secret_value(secret) or os.environ.get("FRED_API_KEY") or None
 
 
+DEGRADED_TAG = "degraded"
+
+
 def run_name_from(prefix: str, *fields: str, width: int = 60) -> Callable[[], str]:
-    """A flow_run_name callable: `prefix-<params.field>-…` (each value cut to `width`), or `prefix-live-<today>`
-    when the fields are empty, so a run list tells replays, ranges and questions apart at a glance. It reads
-    the run's parameters as given (a model, or the plain dict a deployment run starts with)."""
+    """A flow_run_name callable: `prefix-<params.field>-…` (each value cut to `width`), or
+    `prefix-live-<UTC date and time>` when the fields are empty (two nightlies of one day differ), so a run list
+    tells replays, ranges and questions apart at a glance. It reads the run's parameters as given (a model, or
+    the plain dict a deployment run starts with)."""
     def name() -> str:
         from prefect.runtime import flow_run
 
         model = next(iter(flow_run.parameters.values()), None)
         values = [model.get(f) if isinstance(model, dict) else getattr(model, f, None) for f in fields]
         shown = [str(v)[:width] for v in values if v not in (None, "")]
-        return "-".join([prefix, *shown]) if shown else f"{prefix}-live-{datetime.now(timezone.utc):%Y-%m-%d}"
+        return "-".join([prefix, *shown]) if shown else f"{prefix}-live-{datetime.now(timezone.utc):%Y-%m-%d-%H%M%SZ}"
     return name
 
 
@@ -117,7 +122,8 @@ def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
     """A nightly whose fetch failed scored on older vintages: what it resolved stands, but the forecasts
     that needed the missing vintage stayed pending. Then the run ends in a Completed-type state named
     Degraded (the UI shows the name; its event, prefect.flow-run.Degraded, fires the nightly alert) with a
-    `nightly-degraded` markdown artifact that says which series and why; otherwise None."""
+    `nightly-degraded` markdown artifact that says which series and why, its name suffixed `-degraded` and the
+    tag `degraded`; otherwise None."""
     from prefect.artifacts import create_markdown_artifact
     from prefect.states import Completed
 
@@ -134,6 +140,11 @@ def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
     create_markdown_artifact(key="nightly-degraded", description="why this nightly is degraded",
                              markdown="\n".join(["# Nightly degraded", "", message, "", *lines]))
     get_run_logger().warning(message)
+    # a Completed-type state is green in the UI whatever its name: the run's name and a tag say it too (the run
+    # list's Tags filter, `degraded`, lists them)
+    from prefect.runtime import flow_run
+
+    mark_flow_run(name=f"{flow_run.name}-degraded", tags=(DEGRADED_TAG,))
     return Completed(name=DEGRADED, message=message, data=result)
 
 

@@ -25,6 +25,23 @@ def test_every_entrypoint_is_a_flow_of_its_own_file():
         assert load_flow_from_entrypoint(str(REPO / path) + ":" + name).name
 
 
+def test_a_plain_prefect_deploy_of_either_file_keeps_schedules_and_heartbeats():
+    """Issue 37 (2): `prefect deploy --all` reads prefect.yaml as it is: every deployment says `schedules: null`
+    (Prefect then leaves the server's schedules alone: a paused nightly stays paused) and carries the heartbeat in
+    its job environment (crash detection stays on); the shipped schedules are `initial_schedules`, which Prefect
+    ignores and `atlas ops deploy` seeds on a new deployment."""
+    from forum_atlas.runtime.ops_stack import HEARTBEAT_SECONDS
+
+    docker = yaml.safe_load((REPO / "deployments" / "prefect.docker.yaml").read_text())["deployments"]
+    for deployments in (_deployments_in_yaml(), docker):
+        assert all("schedules" in d and d["schedules"] is None for d in deployments)
+        assert {d["name"]: d["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]
+                for d in deployments} == {d["name"]: str(HEARTBEAT_SECONDS) for d in deployments}
+    assert {d["name"] for d in _deployments_in_yaml() if d.get("initial_schedules")} == \
+        {"bind-forecasts", "score-accuracy"}
+    assert {d["name"] for d in docker if d.get("initial_schedules")} == {"bind-forecasts-docker", "score-accuracy-docker"}
+
+
 def _deploy() -> str:
     from prefect.settings import PREFECT_API_URL
 
@@ -172,26 +189,33 @@ def test_probabilities_on_the_forecast_form_are_bounded(deployed):
         assert (spec["exclusiveMinimum"], spec["exclusiveMaximum"]) == (0, 1)
 
 
-def test_the_nightly_failure_alert_is_declared_against_the_api_and_a_redeploy_updates_it(deployed, monkeypatch):
-    """Issue 13 (5): deploying declares an automation that notifies through a webhook block when the nightly
-    run fails, crashes or times out; declaring it again updates it in place."""
+def test_the_failure_alert_is_declared_against_the_api_and_a_redeploy_updates_it(deployed, monkeypatch):
+    """Issue 13 (5), issue 37 (3): deploying declares an automation that notifies through a webhook block when a
+    run of any deployment fails, crashes or times out (or the nightly degrades), with its link; declaring it
+    again updates it in place, and the former nightly-only automation is removed."""
     from prefect.automations import Automation
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
     from forum_atlas.runtime import ops_stack
 
+    from prefect.automations import EventTrigger
+
+    former = Automation(name="forum-atlas: nightly scoring failed", trigger=EventTrigger(expect={"x"}), actions=[])
+    former.create()
     ops_stack.declare_alerts("http://127.0.0.1:9/first")
     assert ops_stack.declare_alerts("http://127.0.0.1:9/alert").startswith("alert updated")
     [automation] = [a for a in _automations() if a.name == ops_stack.ALERT_AUTOMATION]
-    nightly = next(d for key, d in deployed.items() if key.endswith("/score-accuracy"))
     assert automation.enabled and automation.trigger.posture == "Reactive"
     assert automation.trigger.expect == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed",
                                          "prefect.flow-run.TimedOut", "prefect.flow-run.Degraded"}
-    assert automation.trigger.match_related.model_dump() == {"prefect.resource.id": f"prefect.deployment.{nightly.id}"}
+    assert automation.trigger.match.model_dump() == {"prefect.resource.id": "prefect.flow-run.*"}
+    assert automation.trigger.match_related.model_dump() == {"prefect.resource.role": "deployment"}
+    assert "forum-atlas: nightly scoring failed" not in {a.name for a in _automations()}
     [action] = automation.actions
     block = CustomWebhookNotificationBlock.load(ops_stack.ALERT_BLOCK)
     assert action.type == "send-notification" and action.block_document_id == block._block_document_id
     assert block.url == "http://127.0.0.1:9/alert"
+    assert "{{ flow_run|ui_url }}" in action.body and "{{ flow_run.state.message" in action.body
     assert isinstance(Automation.read(name=ops_stack.ALERT_AUTOMATION), Automation)
 
 

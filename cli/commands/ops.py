@@ -11,17 +11,20 @@ from forum_atlas.cli.output import table
 def register(groups: argparse._SubParsersAction) -> None:
     ops = groups.add_parser("ops", help="start/stop a local Prefect server, work pool, worker and the deployments")
     sub = ops.add_subparsers(dest="ops_command", required=True)
-    up = sub.add_parser("up", help="start the stack in the background (idempotent: restarts only a dead worker); "
-                                   "prints what deploy did, its URLs and logs")
+    up = sub.add_parser("up", help="start the stack in the background (idempotent: restarts only a dead worker, "
+                                   "redeploys if prefect.yaml or flows/ changed); prints what deploy did, its URLs "
+                                   "and logs")
     up.add_argument("--port", type=int, help="the Prefect server's port on 127.0.0.1 (default: a free one)")
     up.add_argument("--no-deploy", action="store_true", help="do not (re)deploy prefect.yaml")
     up.set_defaults(handler=_up)
     sub.add_parser("down", help="stop the stack's processes").set_defaults(handler=_down)
     sub.add_parser("status", help="the stack's processes and URLs").set_defaults(handler=_status)
-    sub.add_parser("deploy", help="deploy prefect.yaml to the server at PREFECT_API_URL, keeping the lane's state "
-                                  "(what deployments/deploy.sh runs)").set_defaults(handler=_deploy)
-    alerts = sub.add_parser("alerts", help="declare the automation that notifies when the nightly score fails "
-                                           "(deploy.sh runs it; needs PREFECT_API_URL)")
+    deploy = sub.add_parser("deploy", help="deploy prefect.yaml to the server at PREFECT_API_URL, keeping every "
+                                           "schedule as it is (what deployments/deploy.sh runs)")
+    deploy.add_argument("--prefect-file", help="another deployment file, e.g. deployments/prefect.docker.yaml")
+    deploy.set_defaults(handler=_deploy)
+    alerts = sub.add_parser("alerts", help="declare the automation that notifies when a deployment's run fails or "
+                                           "crashes (deploy.sh runs it; needs PREFECT_API_URL)")
     alerts.add_argument("--webhook-url", default=os.environ.get("ATLAS_ALERT_WEBHOOK_URL"),
                         help="where to POST the alert (default $ATLAS_ALERT_WEBHOOK_URL; empty = a saved "
                              "atlas-nightly-alert block)")
@@ -71,7 +74,8 @@ def _deploy(args: argparse.Namespace) -> int:
 
     api_url = _require_api_url()
     root = Path(os.environ.get("ATLAS_PROJECT_DIR") or ops_stack.project_dir())
-    for line in ops_stack.deploy(api_url, root, dict(os.environ)):
+    prefect_file = Path(args.prefect_file).resolve() if args.prefect_file else None
+    for line in ops_stack.deploy(api_url, root, dict(os.environ), prefect_file=prefect_file):
         print(line)
     return 0
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from forum_atlas.run_names import brief_key
 from forum_atlas.runtime.pgserver import pid_alive
 from tests.flows.test_deliberate import CHAT, QUESTION, TRIAL, _completion
 from tests.flows.test_deliberate_outage import SEALED, _closed_port_url, _count
@@ -104,7 +105,7 @@ def test_asks_are_flow_runs_of_one_warm_runner_which_stops_when_idle(env, db, tm
         run_id = brief["flow_run_id"]
         assert prefect.execute("SELECT count(*) FROM task_run WHERE flow_run_id = ?", (run_id,)).fetchone()[0] >= 5
         assert {key for (key,) in prefect.execute("SELECT key FROM artifact WHERE flow_run_id = ?", (run_id,))} \
-            == {"brief", "brief-audit"}
+            == {brief_key(brief["brief_id"], QUESTION), f"brief-{brief['brief_id']}-audit", "brief-index"}
     assert _count(db, "briefs") == 3
 
 

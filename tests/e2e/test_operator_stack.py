@@ -1,23 +1,28 @@
 """Issue 13, "Done when": the operator's stack for real — `atlas ops up` (a Prefect server on loopback with its
-UI, the deployments from prefect.yaml as deployments/deploy.sh makes them, a process worker, the embedded
-PostgreSQL held open) — started once for this module, whose tests run in file order against it:
+UI, its state in a PostgreSQL of its own (issue 37), the deployments from prefect.yaml as deployments/deploy.sh
+makes them, a process worker, the embedded PostgreSQL held open) — started once for this module, whose tests run
+in file order against it:
 
-- `ops up` prints the UI and API, a second `ops up` changes nothing, every deployment is on the server;
+- `ops up` prints the UI and API, a second `ops up` changes nothing (and says it did not redeploy), every
+  deployment is on the server, in Prefect's PostgreSQL; 40 run creations six at a time all succeed;
 - a real browser (Debian's chromium through Playwright) sees the deployments, the lane paused and the nightly
   schedule active, fills score-accuracy's run form and watches that run complete (screenshots under its
   tmp_path) — before the next test resumes the lane;
 - two lane runs started at once both end Completed, and every question is bound once; the nightly
   deployment, run with its shipped parameters against a local stand-in for FRED's CSV export, loads a new
-  vintage, scores on it and publishes table, markdown and image artifacts; a redeploy leaves a resumed
-  lane resumed and a paused nightly paused; a failing nightly run raises the alert the deployments declare (a webhook notification);
-- an offline nightly (the stand-in answering 503) leaves a due forecast pending, ends Degraded and alerts; a later
-  nightly, once the stand-in has published the month, resolves it;
+  vintage, scores on it and publishes table, markdown and image artifacts; a plain `prefect deploy --all`
+  leaves a resumed lane resumed, a paused nightly paused and every deployment's heartbeat set; a failing nightly
+  run raises the alert the deployments declare (a webhook notification);
+- an offline nightly (the stand-in answering 503) leaves a due forecast pending, ends Degraded (its name and a tag
+  say so) and alerts; a later nightly, once the stand-in has published the month, resolves it;
 - runs log to the API at INFO (the browser opens a run's Logs tab and finds its lines); an expected failure
-  (an ingest of a missing path) logs its cause in one line, an unexpected one (the failing nightly) its
-  traceback;
+  (an ingest of a missing path) logs its cause in one line and alerts with its link, an unexpected one (the
+  failing nightly) its traceback;
 - a worker killed (with its run's process) mid-ingest: the run becomes Crashed within the stated bound (its
   heartbeats stop), `ops up` restarts only the worker, on the same server, and Retry (the UI's call) completes
   the ingest after its committed batches, with no duplicate rows;
+- a deliberation whose process is killed is Crashed and alerts; another's brief is found by the slug of its
+  question (its run's name, its artifact's key, the brief-index);
 - `ops down` stops every process of the stack, and `ops status` then says nothing runs.
 """
 
@@ -28,16 +33,22 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from bench.run_creation_burst import create_runs
 from forum_atlas.cli.main import main
 from forum_atlas.config import Settings, settings_from_env
 from forum_atlas.forecasting.lane import LaneQuestion, load_questions, shift_months
@@ -49,7 +60,7 @@ from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
 from tests.e2e.fred_standin import FredCsvStandIn
 from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page
-from tests.support.processes import with_descendants
+from tests.support.processes import children, with_descendants
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -68,7 +79,7 @@ def fred(shared_data):
 
 @pytest.fixture(scope="module")
 def alerts():
-    """Where the nightly-failure notification is sent (a Slack-style incoming webhook)."""
+    """Where the failure notifications are sent (a Slack-style incoming webhook)."""
     with WireServer() as receiver:
         receiver.always("/alert", Reply(200, {"ok": True}))
         yield receiver
@@ -99,7 +110,7 @@ def operator(tmp_path_factory, fred, alerts):
         for name in [k for k in os.environ if k.startswith(("PREFECT_API", "PREFECT_UI"))] + [
                 "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"]:
             env.delenv(name, raising=False)
-        for name in ("ATLAS_DATABASE_URL", "FRED_API_KEY"):
+        for name in ("ATLAS_DATABASE_URL", "FRED_API_KEY", "ATLAS_PREFECT_DATABASE_URL"):
             env.delenv(name, raising=False)
         for name, value in environment.items():
             env.setenv(name, value)
@@ -133,7 +144,8 @@ def stack(operator):
 
 def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
     stack = operator.stack
-    assert set(stack.pids) == {"database", "server", "worker"} and all(map(ops_stack.alive, stack.pids.values()))
+    assert set(stack.pids) == {"prefect-db", "database", "server", "worker", "janitor"}
+    assert all(map(ops_stack.alive, stack.pids.values())) and stack.prefect_database == "managed"
     assert f"Prefect UI  {stack.ui_url}" in operator.up_printed and stack.api_url.startswith("http://127.0.0.1:")
     # deploy's own lines: the alert it declared (or why not), the crash detection
     assert f"alert declared: {ops_stack.ALERT_AUTOMATION} → block {ops_stack.ALERT_BLOCK}" in operator.up_printed
@@ -141,10 +153,26 @@ def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
         operator.up_printed
     assert main(["ops", "up"]) == 0, "up again is a no-op"
     assert ops_stack.read_stack(operator.settings).pids == stack.pids
-    assert f"Prefect UI  {stack.ui_url}" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert f"Prefect UI  {stack.ui_url}" in again
+    assert "deployments unchanged since the last deploy (prefect.yaml, flows/): not redeployed" in again
 
     deployments = _api(stack, "POST", "/deployments/filter").json()
     assert {"bind-forecasts", "score-accuracy", "ingest", "deliberate"} <= {d["name"] for d in deployments}
+    # Prefect's state is in the stack's PostgreSQL (its socket in the data directory), not in SQLite
+    with psycopg.connect(host=str(operator.settings.data_dir / "ops" / "prefect-pg"), user="prefect",
+                         dbname="prefect") as prefect_db:
+        stored = {name for (name,) in prefect_db.execute("SELECT name FROM deployment")}
+        assert prefect_db.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").fetchone()
+    assert stored == {d["name"] for d in deployments}
+    assert not (operator.settings.data_dir.parent / "prefect" / "prefect.db").exists()
+
+
+def test_a_burst_of_run_creations_all_succeed(stack):
+    """Issue 37 (1): on SQLite 35 of 40 creations six at a time got 503; on PostgreSQL none may fail (no retries:
+    as the UI's run form sends them). The runs are scheduled a day ahead: the worker leaves them."""
+    burst = create_runs(stack.api_url, "ingest/ingest", 40, 6, path="/nonexistent")
+    assert (len(burst.created), burst.failures) == (40, {})
 
 
 def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
@@ -185,7 +213,11 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
         # the toast comes while the form still shows; the UI then moves to the deployment's page, which would
         # undo a click made during that move (seen once under load): click once it has moved
         page.wait_for_url(re.compile(r"/deployments/deployment/[0-9a-f-]+(\?tab=\w+)?$"))
-        view_run.click()
+        try:
+            view_run.click(timeout=15_000)
+        except PlaywrightTimeout:   # the toast closes itself after seconds: a page slow to settle outlives it
+            print("the toast closed before its View run could be clicked: opening the run from its URL")
+            page.goto(f"{stack.ui_url}/runs/flow-run/{run_id}")
         page.wait_for_url(re.compile(rf"/runs/flow-run/{run_id}$"))
         run_page = page.url
 
@@ -283,23 +315,28 @@ def test_lane_twice_at_once_nightly_with_shipped_parameters_a_redeploy_and_the_a
     nightly = _start(stack, "score-accuracy/score-accuracy")
 
     # while the worker runs them: the documented resume and a pause of the nightly's schedule (as in the UI), then
-    # a redeploy of both, which must keep the lane active and the nightly paused (issue 24, 4)
+    # a plain `prefect deploy --all` from the checkout (issue 37: prefect.yaml says it is safe), which must keep the
+    # lane active, the nightly paused (issue 24, 4) and every deployment's heartbeat
     assert main(["lane", "resume"]) == 0
     nightly_deployment = _api(stack, "GET", "/deployments/name/score-accuracy/score-accuracy").json()
     [nightly_schedule] = nightly_deployment["schedules"]
     _api(stack, "PATCH", f"/deployments/{nightly_deployment['id']}/schedules/{nightly_schedule['id']}", active=False)
     with ThreadPoolExecutor(1) as background:
-        redeploy = background.submit(ops_stack.deploy_all, settings_from_env(), stack,
-                                     ["bind-forecasts", "score-accuracy"])
+        redeploy = background.submit(subprocess.run, [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"],
+                                     cwd=stack.project_dir, env=ops_stack.stack_environment(settings_from_env(), stack),
+                                     capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         _wait(stack, [nightly])
         redeployed = redeploy.result(timeout=RUN_TIMEOUT_S)
     # a nightly run that fails (here: a report directory it cannot create; the server itself refuses
     # parameters outside the schema) must raise the alert; one nightly at a time (CANCEL_NEW), so after the first
     failing = _start(stack, "score-accuracy/score-accuracy", params={"report_dir": "/proc/atlas"})
     capsys.readouterr()
-    assert set(redeployed[:2]) == {"bind-forecasts/bind-forecasts: active (kept)",
-                                   "score-accuracy/score-accuracy: paused (kept)"}, redeployed
+    assert redeployed.returncode == 0, redeployed.stdout[-2000:] + redeployed.stderr[-2000:]
+    after = {d["name"]: d for d in _api(stack, "POST", "/deployments/filter").json()}
+    assert [s["active"] for s in after["score-accuracy"]["schedules"]] == [False], "the paused nightly stays paused"
     assert main(["lane", "status", "--state"]) == 0 and capsys.readouterr().out.strip() == "active"
+    assert {name: d["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] for name, d in after.items()} == \
+        dict.fromkeys(after, str(ops_stack.HEARTBEAT_SECONDS)), "crash detection stays on"
 
     runs = _wait(stack, [*lanes, nightly, failing])
     states = {r["name"]: (r["state_type"], (r.get("state") or {}).get("message")) for r in runs.values()}
@@ -340,7 +377,8 @@ def test_lane_twice_at_once_nightly_with_shipped_parameters_a_redeploy_and_the_a
     while not alerts.requests_to("/alert") and time.monotonic() < deadline:
         time.sleep(0.5)
     [alert] = alerts.requests_to("/alert")
-    assert "the nightly score failed" in alert.body["text"] and runs[failing]["name"] in alert.body["text"]
+    assert f"score-accuracy run {runs[failing]['name']} ({failing}) ended Failed" in alert.body["text"]
+    assert f"{stack.ui_url}/runs/flow-run/{failing}" in alert.body["text"], "the alert links the run"
 
 
 def _logs(stack, run_id: str) -> list[str]:
@@ -369,6 +407,8 @@ def test_an_offline_nightly_leaves_due_forecasts_pending_alerts_and_a_later_one_
         run = _wait(stack, [offline])[offline]
     assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Degraded"), run["state"]
     assert "1 due forecast(s) stay pending: waiting for data" in run["state"]["message"]
+    # green like Completed in the UI: its name and a tag tell it apart (the run list's tag filter)
+    assert "degraded" in run["tags"] and run["name"].endswith("-degraded"), (run["name"], run["tags"])
     published = _artifacts(stack, offline)
     [fetched] = json.loads(published["nightly-fetch"]["data"])
     assert (fetched["series_id"], fetched["kind"]) == ("UNRATE", "unavailable")
@@ -392,10 +432,24 @@ def test_an_offline_nightly_leaves_due_forecasts_pending_alerts_and_a_later_one_
         assert [s["status"] for s in repo.scores_for(conn, forecast_id)] == ["resolved"]
 
 
-def test_an_expected_failure_logs_its_cause_in_one_line(stack, tmp_path):
+def _alert_for(alerts, run_id: str, timeout: float = 60) -> str:
+    """The text of the alert that names run `run_id`, once the webhook received it."""
+    deadline = time.monotonic() + timeout
+    while not (found := [a.body["text"] for a in alerts.requests_to("/alert") if run_id in a.body["text"]]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert found, [a.body["text"] for a in alerts.requests_to("/alert")]
+    return found[0]
+
+
+def test_an_expected_failure_logs_its_cause_in_one_line_and_alerts(stack, tmp_path, alerts):
     missing = tmp_path / "no-such-corpus.jsonl"
     failed = _start(stack, "ingest/ingest", path=str(missing))
-    assert _wait(stack, [failed])[failed]["state_type"] == "FAILED"
+    run = _wait(stack, [failed])[failed]
+    assert run["state_type"] == "FAILED" and run["name"] == "ingest-no-such-corpus-jsonl", run["name"]
+    alert = _alert_for(alerts, failed)
+    assert f"ingest run {run['name']} ({failed}) ended Failed" in alert and f"{missing}: no such file" in alert
+    assert f"{stack.ui_url}/runs/flow-run/{failed}" in alert
     deadline = time.monotonic() + 30   # the run's last lines reach the API a moment after its state
     logged = _logs(stack, failed)
     while not any("Flow run failed" in line for line in logged) and time.monotonic() < deadline:
@@ -405,6 +459,13 @@ def test_an_expected_failure_logs_its_cause_in_one_line(stack, tmp_path):
         [f"Flow run failed: InputError: {missing}: no such file or folder"], logged
     assert any(line.startswith("Beginning flow run") for line in logged), "INFO lines reach the API"
     assert not [line for line in logged if "Traceback" in line]
+
+
+def _task_runs(stack, flow_run_id: str, *state_types: str) -> list[dict]:
+    """The flow run's task runs (in these state types, if any are given)."""
+    task_runs = {"state": {"type": {"any_": list(state_types)}}} if state_types else None
+    return _api(stack, "POST", "/task_runs/filter", flow_runs={"id": {"any_": [flow_run_id]}},
+                **({"task_runs": task_runs} if task_runs else {})).json()
 
 
 def _kill_with_descendants(pid: int) -> None:
@@ -451,6 +512,11 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
         print(f"\nCrashed {crashed_after:.0f} s after the kill ({committed} documents committed before it)")
     assert state["state_type"] == "CRASHED", state["state"]
     assert "no heartbeat" in state["state"]["message"]
+    # the task runs it left Running are closed as Crashed by the stack's janitor (issue 37, 5)
+    deadline = time.monotonic() + ops_stack.JANITOR_SECONDS + 20
+    while (left_open := _task_runs(stack, run_id, "RUNNING", "PENDING")) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not left_open and _task_runs(stack, run_id, "CRASHED"), _task_runs(stack, run_id)
 
     # `ops up` starts only the dead worker, beside the same server
     capsys.readouterr()
@@ -476,13 +542,50 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
     assert (counts["rows"], counts["ids"]) == (3000, 3000), "no duplicate rows"
 
 
+QUESTION = "Does vitamin D supplementation reduce fracture risk in the elderly?"
+
+
+def test_a_killed_deliberation_crashes_and_alerts_and_a_brief_is_found_by_its_slug(stack, alerts):
+    """Issue 37 (3, 4): two deliberations on the worker (the corpus the test before ingested); one's process is
+    killed once it runs: Crashed, and the alert names it; the other's brief is found by the words of its question."""
+    kept = _start(stack, "deliberate/deliberate", params={"question": QUESTION, "engine": "offline"})
+    killed = _start(stack, "deliberate/deliberate", params={"question": "Does exercise prevent falls?",
+                                                              "engine": "offline"})
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while _api(stack, "GET", f"/flow_runs/{killed}").json()["state_type"] != "RUNNING":
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.3)
+    # the process worker runs each flow run in a child process whose environment names the run
+    worker = ops_stack.read_stack(settings_from_env()).pids["worker"]
+    [run_process] = [pid for pid in children(worker)
+                     if f"PREFECT__FLOW_RUN_ID={killed}".encode() in Path(f"/proc/{pid}/environ").read_bytes()]
+    _kill_with_descendants(run_process)
+
+    runs = _wait(stack, [kept, killed])
+    assert runs[killed]["state_type"] == "CRASHED", runs[killed]["state"]
+    alert = _alert_for(alerts, killed)
+    assert "ended Crashed" in alert and f"{stack.ui_url}/runs/flow-run/{killed}" in alert
+
+    assert runs[kept]["state_type"] == "COMPLETED", runs[kept]["state"]
+    found = _api(stack, "POST", "/artifacts/filter",
+                 artifacts={"key": {"like_": "vitamin-d-supplementation"}}).json()
+    [brief] = [a for a in found if a["flow_run_id"] == kept]
+    assert re.fullmatch(r"brief-\d+-vitamin-d-supplementation-reduce-fracture-risk", brief["key"]), brief["key"]
+    assert runs[kept]["name"] == brief["key"], "the run is named as its brief"
+    assert brief["data"].startswith("#") and "vitamin D" in brief["data"]
+    index = _api(stack, "POST", "/artifacts/filter", artifacts={"key": {"any_": ["brief-index"]}},
+                 sort="CREATED_DESC").json()[0]
+    assert f"[{brief['key']}]({stack.ui_url}/artifacts/key/{brief['key']})" in index["data"]
+    assert f"{stack.ui_url}/runs/flow-run/{kept}" in index["data"]
+
+
 def test_ops_down_stops_every_process_and_status_says_so(operator, capsys):
     pids, pgdata = operator.stack.pids, operator.settings.pgdata
     # this process joined the embedded database (the `db` fixture): leave it, as a flow run does when it exits,
     # so that the holder is its last user and stops it
     stop_embedded(pgdata)
     assert main(["ops", "down"]) == 0
-    assert "stopped: worker, server, database" in capsys.readouterr().out
+    assert "stopped: janitor, worker, server, database, prefect-db" in capsys.readouterr().out
     assert not [role for role, pid in pids.items() if ops_stack.alive(pid)], "a process of the stack outlived it"
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL outlived the stack"
     assert ops_stack.read_stack(operator.settings) is None

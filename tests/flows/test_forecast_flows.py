@@ -33,9 +33,12 @@ def _deployment(name: str) -> dict:
 
 def test_prefect_yaml_ships_the_lane_paused_and_scoring_nightly():
     lane = _deployment("bind-forecasts")
-    assert lane["schedules"] == [{"cron": lane["schedules"][0]["cron"], "timezone": "UTC", "active": False}]
+    # `atlas ops deploy` seeds these on a new deployment; `schedules: null` keeps a deployed one's (issue 37)
+    assert lane["schedules"] is None
+    assert lane["initial_schedules"] == [{"cron": lane["initial_schedules"][0]["cron"], "timezone": "UTC",
+                                          "active": False}]
     nightly = _deployment("score-accuracy")
-    assert nightly["schedules"][0]["active"] is True and nightly["schedules"][0]["timezone"] == "UTC"
+    assert nightly["initial_schedules"][0]["active"] is True and nightly["initial_schedules"][0]["timezone"] == "UTC"
     for name in ("forecast", "bind-forecasts", "score-accuracy", "backfill-scores", "backtest-forecasts"):
         # the shipped parameters must validate against the flow's typed (pydantic) signature
         deployment = _deployment(name)
