@@ -8,11 +8,12 @@ import importlib
 import logging
 import os
 import pkgutil
+import signal
 import sys
 import warnings
 
 from forum_atlas.cli import commands
-from forum_atlas.cli.output import TerminalSafeStream, terminal_safe
+from forum_atlas.cli.output import OutputClosed, TerminalSafeStream, terminal_safe
 from forum_atlas.failures import is_expected, one_line
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
 
@@ -70,9 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     _project_log(args.verbose)
     stdout, sys.stdout = sys.stdout, TerminalSafeStream(sys.stdout)
     try:
-        return int(args.handler(args) or 0)
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()   # a reader gone before the buffered end (`| head`) is found here, not at exit
+        return status
     except KeyboardInterrupt:
         return 130
+    except OutputClosed:
+        _discard_output(stdout)
+        return 128 + signal.SIGPIPE   # as a command stopped by SIGPIPE; the reader has what it wanted
     except Exception as exc:  # a clear one-line error for humans; --verbose shows an unexpected one's traceback
         if args.verbose and not is_expected(exc):
             raise
@@ -80,6 +86,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         sys.stdout = stdout
+
+
+def _discard_output(stdout) -> None:
+    """Point standard output at /dev/null: what is still buffered for the closed pipe would otherwise fail again,
+    as "Exception ignored … BrokenPipeError", when the interpreter flushes it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (a test's captured stream): nothing is flushed at exit
+        pass
 
 
 def _undecodable_argument(argv: list[str]) -> str | None:
