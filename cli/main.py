@@ -15,6 +15,7 @@ import warnings
 from forum_atlas.cli import commands
 from forum_atlas.cli.output import OutputClosed, TerminalSafeStream, terminal_safe
 from forum_atlas.failures import is_expected, one_line
+from forum_atlas.redaction import FILTER, redact
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
 
 
@@ -46,6 +47,7 @@ def _project_log(verbose: bool) -> None:
         handler = logging.StreamHandler()
         handler.set_name("atlas-cli")
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(FILTER)
         project.addHandler(handler)
     project.setLevel(logging.INFO if verbose else logging.WARNING)
     project.propagate = False
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a clear one-line error for humans; --verbose shows an unexpected one's traceback
         if args.verbose and not is_expected(exc):
             raise
-        print(f"atlas: error: {terminal_safe(one_line(exc))}", file=sys.stderr)
+        print(f"atlas: error: {terminal_safe(redact(one_line(exc)))}", file=sys.stderr)
         return 1
     finally:
         sys.stdout = stdout

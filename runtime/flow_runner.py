@@ -140,9 +140,11 @@ def _connect(path: Path) -> socket.socket | None:
 
 def _start(files: _Files, target: str) -> socket.socket:
     """Start the runner (under the lock) and return a connection once it listens."""
+    from forum_atlas.runtime.private_logs import open_private_log
+
     files.socket.unlink(missing_ok=True)
     # Its own session: the terminal's Ctrl-C stops the command, not the runner other commands share.
-    with open(files.log, "wb") as log:
+    with open_private_log(files.log) as log:
         process = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.flow_runner", target, str(files.socket)],
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -163,10 +165,13 @@ def serve(target: str, path: Path) -> None:
     """The runner's process: import the target (and warm what it declares), listen, answer each request in a
     thread, stop when idle."""
     from forum_atlas.runtime.pgserver import idle_seconds
+    from forum_atlas.runtime.private_logs import redact_this_process
 
+    redact_this_process()
     module, _, name = target.partition(":")
     function = getattr(importlib.import_module(module), name)
     getattr(function, "warm_up", lambda: None)()
+    redact_this_process()   # the handlers Prefect's import configured
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(64)

@@ -35,12 +35,15 @@ QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 def flow_session() -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+    from forum_atlas.redaction import filter_all_handlers
+
     with ExitStack() as stack:
         updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
         if not PREFECT_API_URL.value():
             updates[PREFECT_API_URL] = _ops_server() or stack.enter_context(shared_api())
             stack.callback(send_what_is_queued)   # while the lease still keeps the server
         stack.enter_context(temporary_settings(updates=updates))
+        filter_all_handlers()   # Prefect's console and API handlers exist now: run logs are redacted too
         yield
 
 
@@ -133,13 +136,15 @@ def _start_api(home: Path) -> str:
     """Start the shared API (under the lock) and return its URL once it answers."""
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
 
+    from forum_atlas.runtime.private_logs import open_private_log
+
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
            **get_current_settings().to_environment_variables(exclude_unset=True)}
     env.pop("PREFECT_API_URL", None)
     (home / _STATE).unlink(missing_ok=True)
     # Its own session: the terminal's Ctrl-C stops the command, not the server other commands share. Its output
     # (its shutdown logs tracebacks of cancelled tasks) goes to a log file, shown only if it fails to start.
-    with open(home / _LOG, "wb") as log:
+    with open_private_log(home / _LOG) as log:
         process = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.prefect_api", "serve"], env=env,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
@@ -166,6 +171,9 @@ def serve() -> None:
     import uvicorn
 
     from forum_atlas.runtime.pgserver import idle_seconds
+    from forum_atlas.runtime.private_logs import redact_this_process
+
+    redact_this_process()
 
     home = prefect_home()
     server = uvicorn.Server(uvicorn.Config("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",
