@@ -31,9 +31,28 @@ _SHUTDOWN_GRACE_SECONDS = 10
 QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
 
+# Prefect settings built for a session, by the settings they were built from and the updates: building them
+# validates every Prefect setting anew (pydantic-settings reads the environment): 1.1 s of a warm ask at load ~20.
+# A flow runner serves many sessions with the same two updates.
+_SESSION_SETTINGS: dict[tuple, tuple[object, object]] = {}
+
+
+def _session_settings(updates: dict):
+    import prefect.context
+
+    base = prefect.context.get_settings_context()
+    key = (id(base.settings), tuple(sorted((setting.name, repr(value)) for setting, value in updates.items())))
+    cached = _SESSION_SETTINGS.get(key)
+    if cached is None or cached[0] is not base.settings:   # an id reused by other settings is no match
+        if len(_SESSION_SETTINGS) > 8:
+            _SESSION_SETTINGS.clear()
+        cached = _SESSION_SETTINGS[key] = (base.settings, base.settings.copy_with_update(updates=updates))
+    return prefect.context.SettingsContext(profile=base.profile, settings=cached[1])
+
+
 @contextmanager
 def flow_session() -> Iterator[None]:
-    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY
 
     from forum_atlas.redaction import filter_all_handlers
 
@@ -42,7 +61,7 @@ def flow_session() -> Iterator[None]:
         if not PREFECT_API_URL.value():
             updates[PREFECT_API_URL] = _ops_server() or stack.enter_context(shared_api())
             stack.callback(send_what_is_queued)   # while the lease still keeps the server
-        stack.enter_context(temporary_settings(updates=updates))
+        stack.enter_context(_session_settings(updates))
         filter_all_handlers()   # Prefect's console and API handlers exist now: run logs are redacted too
         yield
 
