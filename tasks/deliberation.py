@@ -54,7 +54,7 @@ from forum_atlas.providers import ProviderError
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.store import briefs
 from forum_atlas.store.db import shared_database
-from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks import flow_run_id, untraversed
 from forum_atlas.tasks.evidence import GatherOptions, withheld_sources
 from forum_atlas.tasks.retrieval import retrieve_in_flow, retrieve_plain
 
@@ -240,7 +240,7 @@ class TaskStages:
 
     def _run(self, step, *args: Any) -> Any:
         cancellation.check(f"the {step.name} step")
-        return step(*args)
+        return step(*untraversed(*args))
 
     def plan(self, question: str, personas: Sequence[str] | None) -> Plan:
         return self._run(plan, question, personas)
@@ -256,7 +256,7 @@ class TaskStages:
         return self._run(round_evidence, panel, results)
 
     def drafts(self, requests: Mapping[str, DraftRequest]) -> dict[str, DraftReply]:
-        runs = {role: draft.submit(self.settings, request, self.key_secret) for role, request in requests.items()}
+        runs = {role: draft.submit(*untraversed(self.settings, request, self.key_secret)) for role, request in requests.items()}
         return {role: run.result() for role, run in runs.items()}
 
     def audit(self, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,
