@@ -78,8 +78,8 @@ def filter_all_handlers() -> int:
     """Put the filter on every handler of every logger configured so far (the root's, Prefect's console and API
     handlers, the project's); returns how many were new. Idempotent: call it again after a library adds one."""
     added = 0
-    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
-                                      if isinstance(logger, logging.Logger))]
+    known = list(logging.Logger.manager.loggerDict.values())   # a copy: another thread may add a logger meanwhile
+    loggers = [logging.getLogger(), *(logger for logger in known if isinstance(logger, logging.Logger))]
     for logger in loggers:
         for handler in logger.handlers:
             if FILTER not in handler.filters:

@@ -102,7 +102,8 @@ _FULL = {errno.ENOSPC, errno.EDQUOT}
 def _check_writable(pgdata: Path) -> None:
     """Say in one line, before pg_ctl runs (and retries, and prints its log), that the server could not write
     where its files go: a read-only mount or directory, a full disk."""
-    where = pgdata if pgdata.is_dir() else pgdata.parent
+    # Not into a cluster being initialised (initdb wants its directory empty): its parent then.
+    where = pgdata if (pgdata / "PG_VERSION").exists() else pgdata.parent
     probe = where / f".atlas-write-probe-{os.getpid()}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

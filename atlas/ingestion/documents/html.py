@@ -40,12 +40,13 @@ def max_page_bytes() -> int:
     return DEFAULT_CONFIG.getint("DEFAULT", "MAX_FILE_SIZE")
 
 
-def read_html(path: Path, data: bytes) -> ReadDocument:
+def read_html(path: Path) -> ReadDocument:
     from lxml import etree
 
     trafilatura = _trafilatura()
-    if len(data) > (limit := max_page_bytes()):
-        raise DocumentError("too_large", f"above the size limit for an HTML page: {len(data):,} bytes > {limit:,}")
+    if (size := path.stat().st_size) > (limit := max_page_bytes()):   # refused unread
+        raise DocumentError("too_large", f"above the size limit for an HTML page: {size:,} bytes > {limit:,}")
+    data = path.read_bytes()
     if (depth := html_flat.nesting_depth(data)) > html_flat.LXML_MAX_DEPTH:
         return _read_deep_html(path, data, depth)
     xml = trafilatura.extract(data, output_format="xml", include_comments=False, include_tables=True,
