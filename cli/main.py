@@ -8,7 +8,6 @@ import importlib
 import logging
 import os
 import pkgutil
-import signal
 import sys
 import warnings
 
@@ -17,6 +16,9 @@ from forum_atlas.cli.output import OutputClosed, TerminalSafeStream, terminal_sa
 from forum_atlas.failures import is_expected, one_line
 from forum_atlas.redaction import FILTER, redact
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
+
+
+EXIT_OUTPUT_CLOSED = 141   # 128 + SIGPIPE: what a shell reports for a command the closed pipe stopped
 
 
 def _prefect_defaults(verbose: bool) -> None:
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except OutputClosed:
         _discard_output(stdout)
-        return 128 + signal.SIGPIPE   # as a command stopped by SIGPIPE; the reader has what it wanted
+        return EXIT_OUTPUT_CLOSED
     except Exception as exc:  # a clear one-line error for humans; --verbose shows an unexpected one's traceback
         if args.verbose and not is_expected(exc):
             raise
