@@ -1,6 +1,6 @@
 """What a CLI command that runs a flow waits for, and whether first commands can start together (issue 25, item 2).
 
-    python -m bench.cli_latency [--runs 10] [--concurrent 10]
+    python -m bench.cli_latency [--runs 10] [--concurrent 10] [--background-load N]
 
 On the demo corpus (the bundled SciFact sample, ingested once with the default embedder into a new data
 directory), each row runs `atlas ask` as a fresh process, one after another:
@@ -80,7 +80,7 @@ def _servers_running(env: dict[str, str]) -> bool:
 
 
 def _cold(env: dict[str, str]) -> tuple[float, float, float, float]:
-    # the runners stop after their idle period, the database (their client) one idle period later
+    # the runners stop after their idle period, and the database with the last of them (runtime/flow_runner.py)
     limit = 2 * IDLE_SECONDS + 60
     deadline = time.monotonic() + limit
     while _servers_running(env):
@@ -109,7 +109,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--concurrent", type=int, default=10)
+    parser.add_argument("--background-load", type=int, default=0, metavar="N",
+                        help="N busy processes beside the commands (the load column says what they added up to)")
     args = parser.parse_args()
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.background_load)]
+    try:
+        _measure(args)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def _measure(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="atlas-bench-cli-") as folder:
         env = {**os.environ, "ATLAS_DATA_DIR": f"{folder}/data", "PREFECT_HOME": f"{folder}/prefect",
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",

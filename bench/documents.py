@@ -4,6 +4,7 @@ retrieval on real papers.
     python -m bench.documents                      # everything (~4–6 min on 2 busy cores)
     python -m bench.documents --compare            # + pypdf and pdfplumber on the same files (the reader choice)
     python -m bench.documents --folder-copies 50 --long-pages 0   # quicker memory rows
+    python -m bench.documents --hostile-only       # a folder with DOCX bombs and hostile HTML (issue 39), ~1–2 min
 
 Files: the four CC BY 4.0 papers and the 117-page thesis of ../shared/data/documents.
 
@@ -167,7 +168,8 @@ def _child(corpus: str, data_dir: str, retrieval: bool) -> None:
         summary = ingest(corpus, batch_size=100 if documents else 1000,
                          source=SourceParams(**SOURCE) if documents else None)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out = {"summary": {k: v for k, v in summary.items() if k != "file_outcomes"}, "peak_rss_mb": peak_mb}
+    out = {"summary": {k: v for k, v in summary.items() if k != "file_outcomes"}, "peak_rss_mb": peak_mb,
+           "outcomes": {f["file"]: f["outcome"] for f in summary.get("file_outcomes") or []}}
     if retrieval:
         out["retrieval"] = _retrieval_measure(Path(corpus))
     print(json.dumps(out))
@@ -299,6 +301,36 @@ def end_to_end(copies: int, long_pages: int) -> None:
         print(f"| {label} | {h['paper@1']:.2f} | {h['paper@5']:.2f} | {h['passage@5']:.2f} | {h['passage@10']:.2f} |")
 
 
+def hostile_folder() -> None:
+    """Issue 39: the five files beside a 5 MB and a 1.2 GB DOCX bomb, a page nested 100k <div>s deep and a 50 MB
+    one-line page; the reference is the five files alone, in the same run."""
+    from tests.support.hostile_files import deep_html, docx_bomb, one_line_html
+
+    files = [*PAPERS, THESIS]
+    print("\n## Hostile files in a folder (the ingest flow, hashed embedder; reference: the same folder without them)\n")
+    print("| input | files | stored | failed (outcome) | seconds | peak RSS MB |")
+    print("|---|---|---|---|---|---|", flush=True)
+    with tempfile.TemporaryDirectory(prefix="atlas-bench-hostile-") as tmp:
+        tmp = Path(tmp)
+        plain = _run(_link_folder(tmp / "plain", files), "hashed")
+        folder = _link_folder(tmp / "hostile", files)
+        docx_bomb(folder / "bomb-5MB.docx", 5 * 1024 * 1024)
+        docx_bomb(folder / "bomb-1.2GB.docx", 1_200_000_000)
+        deep_html(folder / "deep-100k.html", 100_000)
+        one_line_html(folder / "one-line-50MB.html", 50 * 1024 * 1024)
+        hostile = _run(folder, "hashed")
+        for label, result in (("reference: four papers + thesis", plain),
+                              ("the same + 2 DOCX bombs, a 100k-deep page, a 50 MB one-line page", hostile)):
+            s, outcomes = result["summary"], result["outcomes"]
+            failed = ", ".join(f"{name}: {outcome}" for name, outcome in sorted(outcomes.items())
+                               if outcome not in ("stored", "unchanged")) or "-"
+            stored = sum(outcome == "stored" for outcome in outcomes.values())
+            print(f"| {label} | {s.get('files', '-')} | {stored} | {failed} | {s['seconds']:.1f} | "
+                  f"{result['peak_rss_mb']:.0f} |", flush=True)
+        print(f"\npeak RSS with the hostile files / without: {hostile['peak_rss_mb'] / plain['peak_rss_mb']:.2f}; "
+              f"seconds: {hostile['summary']['seconds'] / plain['summary']['seconds']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compare", action="store_true", help="also pypdf and pdfplumber, with quality counts")
@@ -306,6 +338,7 @@ def main() -> None:
     parser.add_argument("--folder-copies", type=int, default=200, help="copies of the four papers in the folder case")
     parser.add_argument("--long-pages", type=int, default=1000, help="pages of the long-PDF case (0: skip)")
     parser.add_argument("--extraction-only", action="store_true")
+    parser.add_argument("--hostile-only", action="store_true", help="only the folder with hostile files (issue 39)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -314,9 +347,13 @@ def main() -> None:
     for key, value in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
                        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90", "PREFECT_LOGGING_LEVEL": "WARNING"}.items():
         os.environ.setdefault(key, value)
+    if args.hostile_only:
+        hostile_folder()
+        return
     extraction_table([*PAPERS, THESIS], args.repeats, args.compare)
     if not args.extraction_only:
         end_to_end(args.folder_copies, args.long_pages)
+        hostile_folder()
 
 
 if __name__ == "__main__":

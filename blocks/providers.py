@@ -12,6 +12,7 @@ from prefect.blocks.core import Block
 from pydantic import Field, SecretStr
 
 from forum_atlas.config import EMBEDDER_NAMES, LLMOptions, ProviderKeys, Settings
+from forum_atlas.redaction import remember_secret
 
 
 class AtlasProviders(Block):
@@ -46,7 +47,9 @@ class AtlasProviders(Block):
 
     def apply(self, settings: Settings) -> Settings:
         def secret(value: SecretStr | None) -> str | None:
-            return value.get_secret_value() if value else None
+            plain = value.get_secret_value() if value else None
+            remember_secret(plain)   # whatever this process writes from now on masks it
+            return plain
 
         return settings.with_overrides(
             embedder=self.embedder, embed_dim=self.embed_dim, reranker=self.reranker,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from forum_atlas.config import Settings, settings_from_env
+from forum_atlas.redaction import remember_secret
 
 if TYPE_CHECKING:
     from prefect.blocks.system import Secret
@@ -27,4 +28,8 @@ def secret_value(secret: Secret | None) -> str | None:
     """The value of the Secret block a run picked (None when it picked none). Read only inside the task
     that calls the provider: until then the value stays a SecretStr, which every serialisation masks, so
     flow-run parameters, logs and task inputs show `**********`."""
-    return secret.get() if secret is not None else None
+    if secret is None:
+        return None
+    value = secret.get()
+    remember_secret(value)   # whatever this process writes from now on masks it
+    return value

@@ -13,10 +13,14 @@ import sys
 import warnings
 
 from forum_atlas.cli import commands
-from forum_atlas.cli.output import TerminalSafeStream, terminal_safe
+from forum_atlas.cli.output import OutputClosed, TerminalSafeStream, terminal_safe
 from forum_atlas.cli.preflight import preflight
 from forum_atlas.failures import is_expected, one_line
+from forum_atlas.redaction import FILTER, redact
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE
+
+
+EXIT_OUTPUT_CLOSED = 141   # 128 + SIGPIPE: what a shell reports for a command the closed pipe stopped
 
 
 def _prefect_defaults(verbose: bool) -> None:
@@ -47,6 +51,7 @@ def _project_log(verbose: bool) -> None:
         handler = logging.StreamHandler()
         handler.set_name("atlas-cli")
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(FILTER)
         project.addHandler(handler)
     project.setLevel(logging.INFO if verbose else logging.WARNING)
     project.propagate = False
@@ -96,16 +101,32 @@ def main(argv: list[str] | None = None) -> int:
     stdout, sys.stdout = sys.stdout, TerminalSafeStream(sys.stdout)
     try:
         preflight(args)
-        return int(args.handler(args) or 0)
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()   # a reader gone before the buffered end (`| head`) is found here, not at exit
+        return status
     except KeyboardInterrupt:
         return 130
+    except OutputClosed:
+        _discard_output(stdout)
+        return EXIT_OUTPUT_CLOSED
     except Exception as exc:  # a clear one-line error for humans; --verbose shows an unexpected one's traceback
         if args.verbose and not is_expected(exc):
             raise
-        print(f"atlas: error: {terminal_safe(one_line(exc))}", file=sys.stderr)
+        print(f"atlas: error: {terminal_safe(redact(one_line(exc)))}", file=sys.stderr)
         return 1
     finally:
         sys.stdout = stdout
+
+
+def _discard_output(stdout) -> None:
+    """Point standard output at /dev/null: what is still buffered for the closed pipe would otherwise fail again,
+    as "Exception ignored … BrokenPipeError", when the interpreter flushes it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (a test's captured stream): nothing is flushed at exit
+        pass
 
 
 def _undecodable_argument(argv: list[str]) -> str | None:

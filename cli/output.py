@@ -19,6 +19,10 @@ def terminal_safe(text: str) -> str:
     return _TERMINAL_CONTROLS.sub("", text)
 
 
+class OutputClosed(Exception):
+    """Whoever read the command's standard output stopped reading (`atlas … | head`): not a failure."""
+
+
 class TerminalSafeStream:
     """Standard output for a command: questions, titles, passages and briefs come from users and sources,
     and whatever a command prints passes here, so none of them can drive the terminal."""
@@ -27,8 +31,17 @@ class TerminalSafeStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(terminal_safe(text))
+        try:
+            self._stream.write(terminal_safe(text))
+        except BrokenPipeError:
+            raise OutputClosed from None
         return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None
 
     def __getattr__(self, name: str):   # flush, isatty, encoding, fileno: the wrapped stream's
         return getattr(self._stream, name)
@@ -58,8 +71,13 @@ def day(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not a YYYY-MM-DD date") from None
 
 
+# A cell is one line: a line break or tab inside a value (a file name may hold one) is shown escaped.
+_CELL_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v).translate(_CELL_ESCAPES) for v in row]
+                                           for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.states import Cancelled
 
 from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.cancellation import RunCancelled
 from forum_atlas.deliberation.render import render_markdown
 from forum_atlas.run_names import brief_key, slug
 from forum_atlas.tasks import flow_run_id, mark_flow_run
@@ -49,7 +51,10 @@ def deliberate(params: DeliberationParameters, database_block: AtlasDatabase | N
 
         gathered = gather_evidence(GatherParameters(question=params.question, **params.gather_options.model_dump()),
                                    database_block, providers_block)
-    view = run_deliberation(params, settings, TaskStages, flow_run_id, gathered)
+    try:
+        view = run_deliberation(params, settings, TaskStages, flow_run_id, gathered)
+    except RunCancelled as exc:   # the command that asked was killed: the run ends Cancelled, nothing sealed
+        return Cancelled(message=str(exc))
     key = brief_key(view.brief_id, params.question)   # the UI finds the brief by its id or its question's words
     mark_flow_run(name=key)
     create_markdown_artifact(key=key, markdown=render_markdown(view), description=f"brief {view.brief_id}: "

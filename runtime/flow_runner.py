@@ -19,8 +19,10 @@ Discipline, as for the shared Prefect API (prefect_api.py):
 - The runner acknowledges a request before running it. No acknowledgement (the runner stopped or was killed
   first): the client starts a new runner and sends it again. Acknowledged but no answer (the runner was killed
   mid-run): RunnerLost, exit 1. A brief is written in one transaction, so such a kill leaves none half-written.
-- A command stopped with Ctrl-C (or killed) while it waits leaves its run to finish in the runner: the flow run
-  completes and its brief is sealed, as a deployment's run would be.
+- A command stopped with Ctrl-C (or killed) while it waits cancels its run: the runner sees the connection close,
+  the run stops at its next step and never seals its brief (its flow run ends Cancelled). When the runner leaves
+  (idle), it leaves the embedded database too, which then stops unless another live process uses it: a killed
+  ask's processes are all gone ATLAS_IDLE_SECONDS (+ a few seconds of checks) after it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from forum_atlas import cancellation
 
 START_TIMEOUT_SECONDS = 180   # the imports and the model load take 3–10 s; far more on a machine under load
 _SOCKET_PATH_MAX = 107   # sun_path of a Unix socket on Linux, with its NUL
@@ -140,9 +144,11 @@ def _connect(path: Path) -> socket.socket | None:
 
 def _start(files: _Files, target: str) -> socket.socket:
     """Start the runner (under the lock) and return a connection once it listens."""
+    from forum_atlas.runtime.private_logs import open_private_log
+
     files.socket.unlink(missing_ok=True)
     # Its own session: the terminal's Ctrl-C stops the command, not the runner other commands share.
-    with open(files.log, "wb") as log:
+    with open_private_log(files.log) as log:
         process = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.flow_runner", target, str(files.socket)],
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -159,14 +165,31 @@ def _start(files: _Files, target: str) -> socket.socket:
     return conn
 
 
+def _watch_client(conn: socket.socket, gone: threading.Event, answered: threading.Event) -> None:
+    """Set `gone` when the client's end of the connection closes before its answer (the command was killed or
+    stopped): it sends nothing after its request, so the connection turning readable means it went away."""
+    while not answered.is_set():
+        if select.select([conn], [], [], 0.2)[0]:
+            try:
+                still_there = conn.recv(1, socket.MSG_PEEK)
+            except OSError:
+                still_there = b""
+            if not still_there:
+                gone.set()
+            return
+
+
 def serve(target: str, path: Path) -> None:
     """The runner's process: import the target (and warm what it declares), listen, answer each request in a
     thread, stop when idle."""
-    from forum_atlas.runtime.pgserver import idle_seconds
+    from forum_atlas.runtime.pgserver import idle_seconds, leave_embedded_servers
+    from forum_atlas.runtime.private_logs import redact_this_process
 
+    redact_this_process()
     module, _, name = target.partition(":")
     function = getattr(importlib.import_module(module), name)
     getattr(function, "warm_up", lambda: None)()
+    redact_this_process()   # the handlers Prefect's import configured
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(64)
@@ -180,14 +203,23 @@ def serve(target: str, path: Path) -> None:
                 payload = json.loads(incoming.readline())
                 conn.sendall(b'{"accepted": true}\n')
                 started = time.perf_counter()
+                client_gone, answered = threading.Event(), threading.Event()
+                threading.Thread(target=_watch_client, args=(conn, client_gone, answered), daemon=True).start()
+                token = cancellation.cancel_when(client_gone)
                 try:
                     reply = {"result": function(payload)}
                 except Exception as exc:   # the client prints it as the command would have; the log keeps the trace
                     from forum_atlas.failures import one_line
 
-                    traceback.print_exc()
+                    if not client_gone.is_set():
+                        traceback.print_exc()
                     reply = {"error": one_line(exc)}
-                print(f"{time.strftime('%H:%M:%S')} {'failed' if 'error' in reply else 'answered'} in "
+                finally:
+                    answered.set()
+                    cancellation.release(token)
+                outcome = "cancelled (its command went away)" if client_gone.is_set() else \
+                    "failed" if "error" in reply else "answered"
+                print(f"{time.strftime('%H:%M:%S')} {outcome} in "
                       f"{time.perf_counter() - started:.2f} s", flush=True)   # the log shows where a slow ask spent
                 conn.sendall(json.dumps(reply).encode() + b"\n")
         except (OSError, ValueError):   # the client went away (killed): nothing to answer
@@ -220,6 +252,7 @@ def serve(target: str, path: Path) -> None:
     listener.close()
     while state["in_flight"]:   # finish what was taken
         time.sleep(0.1)
+    leave_embedded_servers()   # its clients' idle period is over: the database need not wait one more
 
 
 if __name__ == "__main__":

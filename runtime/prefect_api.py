@@ -33,16 +33,38 @@ START_ATTEMPTS = 2   # a start that failed under load is tried once more (with t
 QUIET_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
 
+# Prefect settings built for a session, by the settings they were built from and the updates: building them
+# validates every Prefect setting anew (pydantic-settings reads the environment): 1.1 s of a warm ask at load ~20.
+# A flow runner serves many sessions with the same two updates.
+_SESSION_SETTINGS: dict[tuple, tuple[object, object]] = {}
+
+
+def _session_settings(updates: dict):
+    import prefect.context
+
+    base = prefect.context.get_settings_context()
+    key = (id(base.settings), tuple(sorted((setting.name, repr(value)) for setting, value in updates.items())))
+    cached = _SESSION_SETTINGS.get(key)
+    if cached is None or cached[0] is not base.settings:   # an id reused by other settings is no match
+        if len(_SESSION_SETTINGS) > 8:
+            _SESSION_SETTINGS.clear()
+        cached = _SESSION_SETTINGS[key] = (base.settings, base.settings.copy_with_update(updates=updates))
+    return prefect.context.SettingsContext(profile=base.profile, settings=cached[1])
+
+
 @contextmanager
 def flow_session() -> Iterator[None]:
-    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+
+    from forum_atlas.redaction import filter_all_handlers
 
     with ExitStack() as stack:
         updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
         if not PREFECT_API_URL.value():
             updates[PREFECT_API_URL] = _ops_server() or stack.enter_context(shared_api())
             stack.callback(send_what_is_queued)   # while the lease still keeps the server
-        stack.enter_context(temporary_settings(updates=updates))
+        stack.enter_context(_session_settings(updates))
+        filter_all_handlers()   # Prefect's console and API handlers exist now: run logs are redacted too
         yield
 
 
@@ -152,13 +174,15 @@ def _start_api(home: Path) -> str:
 def _start_api_once(home: Path, timeout: float) -> str:
     from prefect.settings import get_current_settings
 
+    from forum_atlas.runtime.private_logs import open_private_log
+
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
            **get_current_settings().to_environment_variables(exclude_unset=True)}
     env.pop("PREFECT_API_URL", None)
     (home / _STATE).unlink(missing_ok=True)
     # Its own session: the terminal's Ctrl-C stops the command, not the server other commands share. Its output
     # (its shutdown logs tracebacks of cancelled tasks) goes to a log file, shown only if it fails to start.
-    with open(home / _LOG, "wb") as log:
+    with open_private_log(home / _LOG) as log:
         process = subprocess.Popen([sys.executable, "-m", "forum_atlas.runtime.prefect_api", "serve"], env=env,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     try:
@@ -184,6 +208,9 @@ def serve() -> None:
     import uvicorn
 
     from forum_atlas.runtime.pgserver import idle_seconds
+    from forum_atlas.runtime.private_logs import redact_this_process
+
+    redact_this_process()
 
     home = prefect_home()
     server = uvicorn.Server(uvicorn.Config("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",

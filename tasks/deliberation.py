@@ -20,6 +20,7 @@ from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
+from forum_atlas import cancellation
 from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import (
@@ -53,7 +54,7 @@ from forum_atlas.providers import ProviderError
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.store import briefs
 from forum_atlas.store.db import shared_database
-from forum_atlas.tasks import flow_run_id
+from forum_atlas.tasks import flow_run_id, untraversed
 from forum_atlas.tasks.evidence import GatherOptions, withheld_sources
 from forum_atlas.tasks.retrieval import retrieve_in_flow, retrieve_plain
 
@@ -201,7 +202,8 @@ def log_unreachable(settings: Settings, question: str, error: ProviderUnreachabl
 @deliberation_task(name="persist-brief")
 def persist(settings: Settings, record: BriefRecord) -> BriefView:
     """Write the brief, its claims, citations, snapshot, calls and events in one short transaction,
-    then read it back as the reader will see it."""
+    then read it back as the reader will see it. Not when the command that asked has gone (a killed `atlas ask`)."""
+    cancellation.check("sealing the brief")
     db = shared_database(settings)
     stored = briefs.persist_brief(db, record)
     return briefs.load_brief(db, stored.brief_id)
@@ -255,7 +257,8 @@ class TaskStages:
         self.settings, self.key_secret = settings, key_secret   # tasks read the key's value when they call
 
     def _run(self, step, *args: Any) -> Any:
-        return step(*args)
+        cancellation.check(f"the {step.name} step")
+        return step(*untraversed(*args))
 
     def plan(self, question: str, personas: Sequence[str] | None) -> Plan:
         return self._run(plan, question, personas)
@@ -271,7 +274,7 @@ class TaskStages:
         return self._run(round_evidence, panel, results)
 
     def drafts(self, requests: Mapping[str, DraftRequest]) -> dict[str, DraftReply]:
-        runs = {role: draft.submit(self.settings, request, self.key_secret) for role, request in requests.items()}
+        runs = {role: draft.submit(*untraversed(self.settings, request, self.key_secret)) for role, request in requests.items()}
         return {role: run.result() for role, run in runs.items()}
 
     def audit(self, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,

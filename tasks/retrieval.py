@@ -21,6 +21,7 @@ from forum_atlas.config import Settings
 from forum_atlas.retrieval.model import Request, RetrievalOptions, RetrievalResult, StageResult
 from forum_atlas.retrieval.pipeline import retrieve
 from forum_atlas.store.retrieval import Retriever
+from forum_atlas.tasks import untraversed
 
 retrieval_task = task(cache_policy=NO_CACHE, persist_result=False)
 
@@ -59,18 +60,19 @@ class TaskRetriever:
     retriever: Retriever
 
     def check(self, query: str, options: RetrievalOptions) -> Request:
-        return check_request(self.retriever, query, options)
+        return check_request(*untraversed(self.retriever, query, options))
 
     def legs(self, request: Request) -> tuple[StageResult, StageResult]:
-        lexical, semantic = bm25_stage.submit(self.retriever, request), dense_stage.submit(self.retriever, request)
+        lexical = bm25_stage.submit(*untraversed(self.retriever, request))
+        semantic = dense_stage.submit(*untraversed(self.retriever, request))
         return lexical.result(), semantic.result()
 
     def fuse(self, lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
-        return fuse_stage(self.retriever, lexical, semantic, request)
+        return fuse_stage(*untraversed(self.retriever, lexical, semantic, request))
 
     def rerank(self, request: Request, lexical: StageResult, semantic: StageResult,
                fused: StageResult) -> RetrievalResult:
-        return rerank_stage(self.retriever, request, lexical, semantic, fused)
+        return rerank_stage(*untraversed(self.retriever, request, lexical, semantic, fused))
 
 
 def retrieve_in_flow(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:

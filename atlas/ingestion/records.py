@@ -266,8 +266,9 @@ def document_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     # Hidden files (.DS_Store, editor swap files) are not documents anyone put there to be read.
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in
-                                                                          p.relative_to(root).parts))
+    # A symbolic link that is not to a file (dangling, to a folder) is listed too: its outcome says it was skipped.
+    files = sorted(p for p in root.rglob("*") if (p.is_file() or p.is_symlink()) and not any(
+        part.startswith(".") for part in p.relative_to(root).parts))
     if not files:
         raise InputError(f"{root}: no files found")
     return files
@@ -276,7 +277,7 @@ def document_files(root: Path) -> list[Path]:
 def _iter_folder(root: Path, batch_size: int) -> Iterator[RawBatch]:
     files = document_files(root)
     base = root.parent if root.is_file() else root
-    sizes = [p.stat().st_size for p in files]
+    sizes = [p.stat().st_size if p.is_file() else 0 for p in files]
     total, position, start = sum(sizes), 0, 0
     while start < len(files):
         end, batch_bytes = start + 1, sizes[start]
@@ -341,9 +342,21 @@ class FileOutcome:
         return self.outcome not in ("read", "stored", "unchanged")
 
 
+def _not_a_file(path: Path) -> DocumentError:
+    target = path.readlink()
+    what = "a folder" if path.is_dir() else "nothing (dangling)" if not path.exists() else "no regular file"
+    return DocumentError("skipped", f"skipped: a symbolic link to {what} ({target}); links to files are read")
+
+
 def _document_row(name: str, path: Path, source: SourceInfo, options: DocumentOptions,
                   on_page: Callable[[int], None] | None) -> tuple[dict[str, Any], FileOutcome]:
+    if not path.is_file():
+        raise _not_a_file(path)
+    before = file_stamp(path)
     read = read_document(path, password=options.pdf_password, max_file_bytes=options.max_file_bytes, on_page=on_page)
+    if file_stamp(path) != before:   # written to while it was read: what was read may be half of either version
+        raise DocumentError("changed", "the file changed while it was read (size or modification time); nothing of "
+                                       "it was stored: ingest it again once it is written")
     size = len(read.title.encode("utf-8")) + len(read.text.encode("utf-8"))
     if options.max_record_bytes is not None and size > options.max_record_bytes:
         raise DocumentError("too_large", f"above the size limit: its text is {size:,} bytes > {options.max_record_bytes:,}")
@@ -373,6 +386,9 @@ def load_documents(batch: RawBatch, source: SourceInfo | None, options: Document
             row, outcome = _document_row(name, path, source, options, on_page)
         except DocumentError as exc:
             outcomes.append(FileOutcome(name, exc.kind, str(exc)))
+            continue
+        except OSError as exc:   # gone since the folder was listed, or not readable by this user
+            outcomes.append(FileOutcome(name, "unreadable", f"cannot be read: {exc.strerror or exc}"))
             continue
         rows.append({"row": len(rows) + 1, **row})
         outcomes.append(outcome)

@@ -44,7 +44,7 @@ def read_document(path: Path, *, password: str | None = None, max_file_bytes: in
     if kind == "html":
         from forum_atlas.ingestion.documents.html import read_html
 
-        return read_html(path, path.read_bytes())
+        return read_html(path)
     return read_text(path, path.read_bytes(), kind)
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 from typing import Literal
 
+from forum_atlas.ingestion.documents.container import DEFAULT_MAX_EXPANDED_BYTES, check_zip
 from forum_atlas.ingestion.documents.model import DocumentError
 
 Kind = Literal["pdf", "html", "docx", "markdown", "text"]
@@ -45,11 +45,7 @@ def sniff(head: bytes, suffix: str) -> Kind:
                                        f"HTML, DOCX, {', '.join(TEXT_SUFFIXES)}; JSONL records go in with --format jsonl)")
 
 
-def check_docx(path: Path) -> None:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
-    except zipfile.BadZipFile as exc:
-        raise DocumentError("corrupt", f"corrupt ZIP container: {exc}") from None
-    if "word/document.xml" not in names:
+def check_docx(path: Path, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> None:
+    """A ZIP that holds a Word document and decompresses within the limits (`check_zip`), or DocumentError."""
+    if "word/document.xml" not in check_zip(path, max_expanded_bytes=max_expanded_bytes):
         raise DocumentError("unsupported", "unsupported type: a ZIP archive that is not a Word (.docx) document")

@@ -29,12 +29,14 @@ def read_docx(path: Path, data: bytes) -> ReadDocument:
     blocks: list[str] = []
     sections: list[Section] = []
     length = 0
+    # Each `paragraph.style` searches the styles part anew (xpath): 43 s for 65k paragraphs. Looked up once here.
+    style_names = {style.style_id: style.name or "" for style in document.styles}
     for element in document.element.body.iterchildren():
         tag = element.tag.rsplit("}", 1)[-1]
         if tag == "p":
             paragraph = Paragraph(element, document)
             line = cleaning.clean_fragment(paragraph.text).strip()
-            heading = _HEADING.match(paragraph.style.name if paragraph.style is not None else "")
+            heading = _HEADING.match(style_names.get(element.style, "")) if line else None
             if line and heading:
                 sections.append(Section(length, int(heading.group(1) or 1), line))
             lines = [line]

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 # Why a file was not stored. Each is all-or-nothing: a failing file writes nothing, the others go on.
-FailureKind = Literal["encrypted", "no_text_layer", "corrupt", "empty", "unsupported", "too_large", "reader_missing"]
+FailureKind = Literal["encrypted", "no_text_layer", "corrupt", "empty", "unsupported", "too_large", "suspicious",
+                      "reader_missing", "changed", "skipped", "unreadable"]
 
 
 class DocumentError(Exception):

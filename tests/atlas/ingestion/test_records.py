@@ -210,3 +210,44 @@ def test_a_source_sector_is_its_own_and_the_default_of_its_documents(tmp_path):
     first, second = to_records(_rows(path, "jsonl"))
     assert first.source == second.source == SourceInfo("Gazette", 5, 4, "OGL-3.0", None, "energy")
     assert (first.sector, second.sector) == ("energy", "finance")
+
+
+def test_links_that_are_not_followed_are_listed_and_links_to_files_are_read(tmp_path):
+    (tmp_path / "real.md").write_text("# Real\n\nText.", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "to-file.md").symlink_to(tmp_path / "real.md")
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "gone.md")
+    (tmp_path / "to-folder").symlink_to(tmp_path / "sub")
+    rows, outcomes = _documents(tmp_path)
+    assert sorted(r["external_id"] for r in rows) == ["real.md", "to-file.md"]
+    assert outcomes["dangling.md"][0] == outcomes["to-folder"][0] == "skipped"
+    assert "dangling" in outcomes["dangling.md"][1] and "a folder" in outcomes["to-folder"][1]
+
+
+def test_a_file_rewritten_while_it_is_read_is_refused_not_stored_half_written(tmp_path, monkeypatch):
+    from forum_atlas.ingestion import records
+
+    (tmp_path / "growing.md").write_text("# Log\n\nfirst half", encoding="utf-8")
+    (tmp_path / "still.md").write_text("unchanged", encoding="utf-8")
+    read = records.read_document
+
+    def read_while_written(path, **options):
+        document = read(path, **options)
+        if path.name == "growing.md":
+            with path.open("a") as writer:
+                writer.write(" and the second half")
+        return document
+
+    monkeypatch.setattr(records, "read_document", read_while_written)
+    rows, outcomes = _documents(tmp_path)
+    assert [r["external_id"] for r in rows] == ["still.md"]
+    assert outcomes["growing.md"][0] == "changed" and "ingest it again" in outcomes["growing.md"][1]
+
+
+def test_a_file_that_vanished_after_listing_fails_alone(tmp_path):
+    (tmp_path / "a.md").write_text("a", encoding="utf-8")
+    (tmp_path / "b.md").write_text("b", encoding="utf-8")
+    batches = list(iter_raw(tmp_path, "folder"))
+    (tmp_path / "a.md").unlink()
+    rows, outcomes = load_documents(batches[0], SOURCE)
+    assert [r["external_id"] for r in rows] == ["b.md"] and outcomes[0].outcome == "unreadable"

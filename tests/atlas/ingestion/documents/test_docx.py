@@ -5,6 +5,8 @@ import zipfile
 import pytest
 
 from forum_atlas.ingestion.documents import DocumentError, read_document
+from forum_atlas.ingestion.documents.container import MAX_MEMBERS, check_zip
+from tests.support.hostile_files import docx_bomb
 
 
 def test_report_headings_table_and_properties(fixtures_dir):
@@ -35,3 +37,45 @@ def test_a_zip_that_is_not_a_word_document_is_unsupported_and_a_broken_one_corru
     with pytest.raises(DocumentError) as corrupt:
         read_document(broken)
     assert corrupt.value.kind == "corrupt"
+
+
+def test_a_small_decompression_bomb_is_refused_before_parsing(tmp_path):
+    """5 MB of document.xml in 19 KB (python-docx took 54 s on such a file): refused for its ratio, unparsed."""
+    bomb = docx_bomb(tmp_path / "bomb.docx", 5 * 1024 * 1024)
+    with pytest.raises(DocumentError, match="decompression bomb") as refused:
+        read_document(bomb)
+    assert refused.value.kind == "suspicious"
+
+
+def test_a_gigabyte_bomb_is_refused_from_its_directory(tmp_path):
+    """1.2 GB expanded from 4 MB (the file that grew a run to 16 GB): refused before a byte is inflated."""
+    bomb = docx_bomb(tmp_path / "big.docx", 1_200_000_000)
+    with pytest.raises(DocumentError, match="expanded-size limit") as refused:
+        read_document(bomb)
+    assert refused.value.kind == "too_large"
+
+
+def test_a_directory_that_lies_about_a_size_is_caught_while_inflating(tmp_path):
+    liar = docx_bomb(tmp_path / "liar.docx", 20 * 1024 * 1024, declared_size=1000)
+    with pytest.raises(DocumentError) as refused:
+        read_document(liar)
+    assert refused.value.kind == "corrupt"   # zipfile stops at the declared size; the CRC then fails
+
+
+def test_the_limits_apply_while_streaming_too(tmp_path):
+    """Within the ratio, past the expanded limit given: counted while inflating, refused as too large."""
+    honest = docx_bomb(tmp_path / "honest.docx", 3 * 1024 * 1024)
+    with pytest.raises(DocumentError) as refused:
+        check_zip(honest, max_expanded_bytes=2 * 1024 * 1024, max_ratio=10_000)
+    assert refused.value.kind == "too_large"
+    assert "word/document.xml" in check_zip(honest, max_ratio=10_000)
+
+
+def test_a_zip_with_a_huge_directory_is_refused_unread(tmp_path):
+    crowded = tmp_path / "crowded.docx"
+    with zipfile.ZipFile(crowded, "w") as z:
+        for number in range(MAX_MEMBERS + 1):
+            z.writestr(f"p/{number}", b"")
+    with pytest.raises(DocumentError, match="members") as refused:
+        read_document(crowded)
+    assert refused.value.kind == "suspicious"

@@ -5,6 +5,8 @@ import sys
 import pytest
 
 from forum_atlas.ingestion.documents import DocumentError, read_document
+from forum_atlas.ingestion.documents.html_flat import LXML_MAX_DEPTH, nesting_depth
+from tests.support.hostile_files import DEEP_SENTENCES, deep_html, one_line_html
 
 KEPT = ["Tomasz Wierzbicki", "a single composite sample stands in for roughly forty-two thousand residents",
         "pepper mild mottle virus marker", "Dr. Henrik Vasquez-Mbeki",
@@ -44,3 +46,27 @@ def test_a_missing_html_reader_names_the_package(fixtures_dir, monkeypatch):
     with pytest.raises(DocumentError, match=r"need trafilatura, .*pip install forum-atlas") as missing:
         read_document(fixtures_dir / "article.html")
     assert missing.value.kind == "reader_missing"
+
+
+def test_a_page_nested_100k_levels_deep_keeps_its_sentences(tmp_path):
+    """lxml stops at 256 levels and trafilatura then found "no main text": such a page is read flat instead."""
+    page = read_document(deep_html(tmp_path / "deep.html", 100_000))
+    assert page.reader == "html.parser" and page.title == "Deep page"
+    assert page.text.split("\n\n") == DEEP_SENTENCES
+
+
+def test_a_shallow_page_is_still_read_by_trafilatura(tmp_path):
+    page = read_document(deep_html(tmp_path / "shallow.html", 100))
+    assert page.reader == "trafilatura" and all(sentence in page.text for sentence in DEEP_SENTENCES)
+
+
+def test_nesting_depth_follows_closing_tags():
+    assert nesting_depth(b"<html><body><div><p>a<p>b</div><div><br><img/></div></body></html>") == 0
+    assert nesting_depth(b"<div>" * 10) == 10 and nesting_depth(b"<div>" * 10_000) == LXML_MAX_DEPTH + 1
+
+
+def test_a_one_line_page_above_the_parser_limit_is_too_large_not_empty(tmp_path):
+    page = one_line_html(tmp_path / "line.html", 50 * 1024 * 1024)
+    with pytest.raises(DocumentError, match="size limit for an HTML page") as refused:
+        read_document(page)
+    assert refused.value.kind == "too_large"
