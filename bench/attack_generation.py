@@ -186,7 +186,7 @@ def _content(token_words: list[str]) -> bool:
 Candidate = tuple[str, str, str, Edit, bool]
 
 _ROLE = re.compile(
-    rf"^(?P<x>[A-Z][\w\-/()]*(?: [\w\-/]+){{0,5}}) (?P<adv>(?:[a-z]+ly )?)(?P<v>{_TRANSITIVE}) "
+    rf"^(?P<x>[A-Z][\w\-/()]*(?: (?![a-z]+ly )[\w\-/]+){{0,5}}) (?P<adv>(?:[a-z]+ly )?)(?P<v>{_TRANSITIVE}) "
     r"(?P<y>[\w\-/]+(?: [\w\-/]+){0,7}?)"
     r"(?P<rest>(?: (?:in|at|during|after|among|from|within|across|under|when|through|via)\b[^;]*)?[,;.].*)$")
 
@@ -333,21 +333,12 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
             claim = _swap_spans(t, a_span, (b_start, b_start + len(b)))
             yield f"the sides of '{low.rstrip('.')}' exchanged", claim, t, Edit("swap", a, b), True
             break
-    followed = ", followed by " in t and re.search(r"(?P<a>[\w\-]+(?: [\w\-]+){0,3}) ?(?:\([^()]*\))?, followed by (?P<b>[\w\-]+(?: [\w\-]+){0,3}?)(?=[,.;( ]|$)", t)
+    followed = _followed_by(t)
     if followed:
-        a, b = followed["a"], followed["b"]
-        a_words = a.split()
-        while a_words and a_words[0].casefold() in _STOP_NP | _INTRO:
-            a_words.pop(0)
-        b_words = b.split()
-        while b_words and b_words[-1].casefold() in _STOP_NP:
-            b_words.pop()
-        a, b = " ".join(a_words), " ".join(b_words)
-        if a and b and set(words(a)) != set(words(b)) and _content(a_words) and _content(b_words):
-            a0 = followed.start("a") + followed["a"].index(a)
-            b0 = followed.start("b")
-            yield ("the rank of 'followed by' reversed", _swap_spans(t, (a0, a0 + len(a)), (b0, b0 + len(b))), t,
-                   Edit("swap", a, b), True)
+        a, b = followed
+        a0, b0 = t.index(a), t.index(b, t.index(", followed by "))
+        yield ("the rank of 'followed by' reversed", _swap_spans(t, (a0, a0 + len(a)), (b0, b0 + len(b))), t,
+               Edit("swap", a, b), True)
     present = {w.casefold() for w in _DIRECTION_SPLIT.findall(t)}
     for up, down in _DIRECTIONS:
         if up in present and down in present:
@@ -355,6 +346,33 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
                             for part in _DIRECTION_SPLIT.split(t))
             yield f"'{up}' and '{down}' exchanged", claim, t, Edit("swap", up, down), True
             break
+
+
+_RANKED = re.compile(r"\b(?:most|first|highest|strongest|largest|leading|main|primary|predominant|greatest|top|best)\b")
+
+
+def _followed_by(t: str) -> tuple[str, str] | None:
+    """(the item ranked before, the item ranked after) of "…, followed by B": the clause's subject when
+    the clause ranks it ("A was the most important, followed by B"), else the phrase just before."""
+    at = t.find(", followed by ")
+    if at < 0:
+        return None
+    head, tail = t[:at], t[at + len(", followed by "):].split(" ")
+    b = " ".join(tail[:_np_after(tail, 0)]).rstrip(",.;:)")
+    clause = head[max(head.rfind(", "), head.rfind("; ")) + 2 if (", " in head or "; " in head) else 0:]
+    if _RANKED.search(clause):
+        split = _split_clause(clause)
+        a = split[0] if split else ""
+    else:
+        toks = clause.split()
+        kept: list[str] = []
+        while toks and len(kept) < 4 and _content([toks[-1]]) and toks[-1].casefold() not in _STOP_NP \
+                and re.fullmatch(r"[\w\-]+", toks[-1]):
+            kept.insert(0, toks.pop())
+        a = " ".join(kept)
+    if not a or not b or set(words(a)) == set(words(b)) or not _content(a.split()) or not _content(b.split()):
+        return None
+    return a, b
 
 
 _CLAUSE_BREAK = re.compile(r", (?:whereas|while|but) |; (?:however, |in contrast, |whereas )?|, and (?=[A-Z]|the )")
@@ -417,7 +435,7 @@ def modality_dropped(s: Sentence) -> Iterator[Candidate]:
         m = re.search(frame, t, flags=re.I)
         if m:
             rest = t[m.end():]
-            if len(rest.split()) >= 5 and _split_clause(rest.rstrip(".")):
+            if len(rest.split()) >= 4:
                 yield variant, _sentence(rest), t, Edit("drop", m.group(0).strip()), True
                 return
     for variant, pattern in (("attributed view stated as a finding", _ATTRIBUTED), ("modal dropped", _MODAL)):
@@ -444,7 +462,7 @@ def quantifier_changed(s: Sentence) -> Iterator[Candidate]:
     BrdU", or "All HSCs…" when the sentence has "all")."""
     t = s.text
     for variant, pattern in _QUANTIFIERS:
-        m = re.search(pattern, t, flags=re.I if variant.startswith("some") else 0)
+        m = re.search(pattern, t, flags=re.I)
         if not m or (variant.startswith("some") and re.search(r"\bthe (?:most|many)\b|\bmost \w+ly\b", t[max(0, m.start() - 4):m.end()])):
             continue
         if m.start() > 0 and t[m.start() - 1] == "(":
