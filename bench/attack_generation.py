@@ -40,12 +40,27 @@ class Sentence:
     title: str
     abstract: str       # the whole abstract, as the passage the audit reads
 
+    @property
+    def body(self) -> str:
+        """The sentence without a structured abstract's section label ("RESULTS", "Conclusions:"): what
+        a rewrite quotes (a verbatim part of the sentence) and reads its subject from."""
+        return _HEADER.sub("", self.text, count=1)
+
+
+_HEADER_WORDS = ("BACKGROUND|METHODS?|RESULTS?|RESULT\\(S\\)|CONCLUSIONS?|CONCLUSION\\(S\\)|DESIGN|SETTINGS?|OBJECTIVES?|"
+                 "PURPOSE|INTERPRETATION|FINDINGS|PARTICIPANTS|SUBJECTS|INTERVENTIONS?|MEASUREMENTS|PATIENTS|MAIN|"
+                 "CONTEXT|AIMS?|INTRODUCTION|DISCUSSION|SUMMARY|IMPORTANCE|EXPOSURES?|OUTCOMES?|MATERIALS|REVIEW|"
+                 "DATA|SOURCES|SELECTION|RATIONALE|SIGNIFICANCE|LIMITATIONS|TRIAL|REGISTRATION|STUDY|EVIDENCE|"
+                 "SYNTHESIS|ABSTRACT|MEASURES|ANALYSIS|EXTRACTION|ELIGIBILITY|CRITERIA|OBSERVATIONS|APPROACH|"
+                 "PRINCIPAL|POPULATION|AND|OF|TO|OR")
+_HEADER = re.compile(rf"^(?:(?:{_HEADER_WORDS})[,:]?\s+)+(?=\S)|^[A-Z][a-z]+(?: [a-z]+){{0,2}}:\s+")
+
 
 def _usable(text: str) -> bool:
     """A whole sentence: capitalised, ends with a full stop, 8-60 words, brackets balanced (SciFact's
     sentence splits sometimes cut inside a figure such as "1.4 +/-")."""
     n = len(text.split())
-    return (8 <= n <= 60 and text[:1].isupper() and text.endswith(".") and "+/-" not in text
+    return (8 <= n <= 60 and text[:1].isupper() and text.endswith(".") and not text.endswith("..") and "+/-" not in text
             and text.count("(") == text.count(")") and text.count("[") == text.count("]"))
 
 
@@ -163,13 +178,18 @@ _AUX = {"was", "were", "is", "are", "had", "has", "have", "did", "does", "do", "
 _TRANSITIVE = ("reduced|increased|decreased|inhibited|induced|activated|promoted|suppressed|enhanced|blocked|"
                "prevented|impaired|attenuated|abolished|stimulated|mediated|predicted|regulated|reversed|restored|"
                "abrogated|triggered|lowered|raised|improved|exacerbated|accelerated|delayed|diminished|elevated|"
-               "augmented|disrupted|repressed|upregulated|downregulated|controlled|modulated|targeted|limited|"
+               "augmented|disrupted|repressed|upregulated|downregulated|modulated|targeted|"
                "inhibits|induces|activates|promotes|suppresses|enhances|blocks|prevents|impairs|regulates|mediates|"
                "predicts|reduces|increases|decreases|controls|modulates|targets|drives|requires|required|"
                "causes|caused|stabilizes|stabilized|represses|restricts|restricted|protects|protected|"
                "phosphorylates|phosphorylated|recruits|recruited|binds|cleaves|cleaved|degrades|degraded")
 _PREPOSITIONS = {"in", "among", "for", "with", "at", "of", "on", "from", "during", "after", "before", "within", "by",
-                 "to", "through", "via", "across", "between", "under", "over", "into"}
+                 "to", "through", "via", "across", "between", "under", "over", "into", "following", "upon", "without",
+                 "despite", "including", "versus", "than"}
+# Words that make a phrase a clause (a reporting verb, a participle): not a subject or an object.
+_VERBISH = re.compile(r"^(?:[a-z]+ed|shows?|demonstrates?|finds?|found|reports?|results?|exhibits?|suggests?|"
+                      r"indicates?|reveals?|includes?|similar|remains?|exists?|appears?|seems?|occurs?|"
+                      r"represents?|provides?|involves?|contains?|leads?|plays?|acts?)$")
 _NEGATIONS = ("not", "no", "never", "neither", "nor", "without", "none", "cannot")
 
 
@@ -185,21 +205,26 @@ def _content(token_words: list[str]) -> bool:
 
 Candidate = tuple[str, str, str, Edit, bool]
 
+# "X <verb> Y", at the start of the sentence or after a place ("In mice, ") or a finding frame ("We found that ").
 _ROLE = re.compile(
-    rf"^(?P<x>[A-Z][\w\-/()]*(?: (?![a-z]+ly )[\w\-/]+){{0,5}}) (?P<adv>(?:[a-z]+ly )?)(?P<v>{_TRANSITIVE}) "
+    r"^(?P<pre>(?:(?:In|Among|During|After|Within|Across|At) [^,;()]{3,60}, |(?:Here, |Finally, |Thus, )?"
+    r"(?:[Ww]e|[Tt]hese (?:data|results|findings)|[Oo]ur (?:data|results|findings)) (?:show|showed|found|find|"
+    r"demonstrate|demonstrated|report|observed|confirm|confirmed|reveal|revealed|establish|established) that ))?"
+    rf"(?P<x>[A-Za-z][\w\-/()]*(?: (?![a-z]+ly )[\w\-/]+){{0,5}}) (?P<adv>(?:[a-z]+ly )?)(?P<v>{_TRANSITIVE}) "
     r"(?P<y>[\w\-/]+(?: [\w\-/]+){0,7}?)"
     r"(?P<rest>(?: (?:in|at|during|after|among|from|within|across|under|when|through|via)\b[^;]*)?[,;.].*)$")
 
 
 def _role_match(s: Sentence):
-    m = _ROLE.match(s.text)
+    m = _ROLE.match(s.body)
     if not m:
         return None
     x, y = m["x"], m["y"]
     xw, yw = x.split(), y.split()
-    if (x.split()[0].casefold() in _INTRO or not _content(xw) or not _content(yw) or "(" in x
-            or yw[0].casefold() in _INTRO | _PREPOSITIONS or yw[-1].casefold() in _PREPOSITIONS | {"the", "a", "an"}
-            or set(words(x)) == set(words(y))):
+    if (xw[0].casefold() in _INTRO or not _content(xw) or not _content(yw) or "(" in x
+            or any(_VERBISH.match(w) for w in xw[1:] + yw) or yw[0].casefold() in _INTRO | _PREPOSITIONS
+            or {w.casefold() for w in yw} & {"without", "than", "versus", "vs", "compared", "including", "despite"}
+            or yw[-1].casefold() in _PREPOSITIONS | {"the", "a", "an"} or set(words(x)) == set(words(y))):
         return None
     return m
 
@@ -208,13 +233,13 @@ def roles_swapped(s: Sentence) -> Iterator[Candidate]:
     """X verb Y -> Y verb X ("Cold acclimation reduced adiponectin" -> "Adiponectin reduced cold acclimation")."""
     m = _role_match(s)
     if m:
-        rest = m["rest"] if m["rest"][:1] == " " else "."
-        claim = _sentence(f"{_cap(_decap(m['y']))} {m['adv']}{m['v']} {_decap(m['x'])}{rest.split(',')[0]}")
-        yield "subject and object exchanged", claim, s.text, Edit("swap", m["x"], m["y"]), True
+        place = re.split(r"[,;(]| and | but | while | whereas ", m["rest"])[0] if m["rest"][:1] == " " else ""
+        claim = _sentence(f"{m['pre'] or ''}{_decap(m['y'])} {m['adv']}{m['v']} {_decap(m['x'])}{place}")
+        yield "subject and object exchanged", claim, s.body, Edit("swap", m["x"], m["y"]), True
 
 
 _NUM = r"(?<![\w.\-+/])\d+(?:\.\d+)?(?![\w]|\.\d)"
-_NUM_RE = re.compile(_NUM)
+_RANGE = re.compile(r"(?<![\w.\-+/])(\d+(?:\.\d+)?) ?(?:to|-|–) ?(\d+(?:\.\d+)?)(?![\w]|\.\d)")
 
 
 def _swap_spans(text: str, a: tuple[int, int], b: tuple[int, int]) -> str:
@@ -225,13 +250,14 @@ def _swap_spans(text: str, a: tuple[int, int], b: tuple[int, int]) -> str:
 def numbers_rebound(s: Sentence) -> Iterator[Candidate]:
     """A number moved to another role: range end and mean exchanged, the two sides of "A compared with
     B" exchanged, "from A to B" reversed, the 95 of a confidence interval stated as the estimate."""
-    t = s.text
+    t = s.body
     if not any(c.isdigit() for c in t):
         return
-    mean = re.search(rf"\b(?:mean|median|average)(?: age)?(?: of| =|,|:)? ({_NUM})", t)
-    span = re.search(rf"({_NUM}) ?(?:to|-|–) ?({_NUM})", t)
-    if mean and span and mean.start(1) not in (span.start(1), span.start(2)):
-        end = 2 if span.start(2) != mean.start(1) else 1
+    mean = re.search(rf"\b(?:mean|median|average)(?: age)?(?: of| =|,|:)? ({_NUM})(?! ?(?:to|-|–) ?\d)", t)
+    spans = [r for r in _RANGE.finditer(t) if mean and mean.start(1) not in (r.start(1), r.start(2))]
+    if mean and spans:
+        span = min(spans, key=lambda r: abs(r.start() - mean.start()))   # the range next to the mean
+        end = 2 if float(span[2]) != float(mean[1]) else 1
         yield ("mean and range end exchanged", _swap_spans(t, mean.span(1), span.span(end)), t,
                Edit("swap", mean[1], span[end]), True)
     vs = re.search(rf"({_NUM})(\s?%|\s[a-zA-Zμ/]+)? (?:compared with|compared to|versus|vs\.?) ({_NUM})", t)
@@ -259,14 +285,14 @@ _UNIT_PATTERNS = [(group, re.compile(rf"({_NUM}) ({'|'.join(sorted(map(re.escape
 def units_changed(s: Sentence) -> Iterator[Candidate]:
     """A quantity's unit changed: μ dropped ("2.5 μm" -> "2.5 m"), or another unit of the same kind
     that the sentence also uses ("15 years" -> "15 months")."""
-    t = s.text.replace("µ", "μ")
+    t = s.body.replace("µ", "μ")
     if not any(c.isdigit() for c in t):
         return
     mu = "μ" in t and re.search(rf"({_NUM}) ?μ([a-zA-Z]+)", t)
     if mu:
         claim = t[:mu.start()] + mu.group(0).replace("μ", "", 1) + t[mu.end():]
         # the quote is the sentence as written (µ and μ both occur in SciFact)
-        yield ("μ dropped", claim, s.text, Edit("replace", "μ" + mu[2], mu[2]), False)
+        yield ("μ dropped", claim, s.body, Edit("replace", "μ" + mu[2], mu[2]), False)
     for group, pattern in _UNIT_PATTERNS:
         found = list(pattern.finditer(t))
         kinds = {m[2] for m in found}
@@ -275,7 +301,7 @@ def units_changed(s: Sentence) -> Iterator[Candidate]:
             unit = m[2]
             other = next(u for u in group if u in kinds and u != unit)
             claim = t[:m.start(2)] + other + t[m.end(2):]
-            yield "another unit of the sentence", claim, s.text, Edit("replace", f"{m[1]} {unit}", f"{m[1]} {other}"), True
+            yield "another unit of the sentence", claim, s.body, Edit("replace", f"{m[1]} {unit}", f"{m[1]} {other}"), True
             break
 
 
@@ -296,6 +322,8 @@ def _np_after(tokens: list[str], start: int, limit: int = 5) -> int:
     return end
 
 
+_COMPARATIVES = {"rather", "less", "more", "greater", "fewer", "higher", "lower", "larger", "smaller", "better", "worse",
+                 "other", "earlier", "later", "longer", "shorter"}
 _DIRECTIONS = (("higher", "lower"), ("increased", "decreased"), ("more", "less"), ("greater", "smaller"),
                ("highest", "lowest"), ("most", "least"), ("best", "worst"), ("larger", "smaller"),
                ("increase", "decrease"), ("up-regulated", "down-regulated"), ("upregulated", "downregulated"),
@@ -307,7 +335,7 @@ _DIRECTION_SPLIT = re.compile(r"((?<![\w-])(?:%s)(?![\w-]))" % "|".join(re.escap
 def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
     """Both sides of a comparison named in the sentence, exchanged: "in X than in Y", "X compared with /
     versus Y", "X, followed by Y"; or both directions named and exchanged ("higher … lower")."""
-    t = s.text
+    t = s.body
     tokens = t.split(" ")
     for i, tok in enumerate(tokens):
         low = tok.casefold()
@@ -325,7 +353,8 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
             if left_end != i and not (left_end == i - 1 and tokens[i - 1].endswith(",")):
                 continue
             a, b = " ".join(tokens[left:left_end]).rstrip(","), " ".join(tokens[after:right_end]).rstrip(",.;:)")
-            if not a or not b or set(words(a)) == set(words(b)) or re.search(r"\d", a + b):
+            if (not a or not b or set(words(a)) == set(words(b)) or re.search(r"\d", a + b)
+                    or set(words(a)) & _COMPARATIVES or tokens[i - 1].casefold() == "rather"):
                 continue
             a_span = (t.index(a, len(" ".join(tokens[:left]))), 0)
             a_span = (a_span[0], a_span[0] + len(a))
@@ -341,7 +370,8 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
                Edit("swap", a, b), True)
     present = {w.casefold() for w in _DIRECTION_SPLIT.findall(t)}
     for up, down in _DIRECTIONS:
-        if up in present and down in present:
+        coordinated = re.search(rf"\b(?:{up}|{down})\W+(?:and|or|nor|to|/)\W+(?:{up}|{down})\b", t, flags=re.I)
+        if up in present and down in present and not coordinated:
             claim = "".join(down if part.casefold() == up else up if part.casefold() == down else part
                             for part in _DIRECTION_SPLIT.split(t))
             yield f"'{up}' and '{down}' exchanged", claim, t, Edit("swap", up, down), True
@@ -385,7 +415,8 @@ def _split_clause(text: str) -> tuple[str, str] | None:
         low = tok.casefold().rstrip(",")
         if i and (low in _AUX or re.fullmatch(_TRANSITIVE, low) or (low.endswith("ed") and len(low) > 4)):
             subject, predicate = " ".join(toks[:i]), " ".join(toks[i:])
-            if 1 <= i <= 8 and _content(toks[:i]) and "," not in subject and "(" not in subject and len(toks) - i >= 2:
+            if (1 <= i <= 8 and _content(toks[:i]) and not re.search(r"[,;:()]", subject) and len(toks) - i >= 2
+                    and not any(_VERBISH.match(w) for w in toks[1:i])):
                 return subject, predicate
             return None
     return None
@@ -393,8 +424,8 @@ def _split_clause(text: str) -> tuple[str, str] | None:
 
 def clauses_spliced(s: Sentence) -> Iterator[Candidate]:
     """One clause's subject with another clause's result ("A rose, whereas B fell" -> "A fell")."""
-    parts = _CLAUSE_BREAK.split(s.text.rstrip("."), maxsplit=1)
-    if len(parts) != 2:
+    parts = _CLAUSE_BREAK.split(s.body.rstrip("."), maxsplit=1)
+    if len(parts) != 2 or any(part.count("(") != part.count(")") for part in parts):
         return
     first, second = _split_clause(parts[0]), _split_clause(parts[1])
     if not first or not second or first[0].split()[0].casefold() in _INTRO or second[0].split()[0].casefold() in _INTRO:
@@ -403,8 +434,8 @@ def clauses_spliced(s: Sentence) -> Iterator[Candidate]:
     if set(words(s1)) == set(words(s2)) or set(words(p1)) == set(words(p2)):
         return
     claim = _sentence(f"{s1} {p2}")
-    if claim.rstrip(".").casefold() not in s.text.casefold():
-        yield "subject of one clause, result of the other", claim, s.text, Edit("splice", s1, p2), True
+    if claim.rstrip(".").casefold() not in s.body.casefold():
+        yield "subject of one clause, result of the other", claim, s.body, Edit("splice", s1, p2), True
 
 
 _FRAMES = (
@@ -430,17 +461,18 @@ _MODAL = re.compile(r"^(?P<x>[A-Z][^,;]{2,80}?) (?P<m>may|might|could|can|would|
 def modality_dropped(s: Sentence) -> Iterator[Candidate]:
     """A hypothesis, suggestion, aim, question, another study's view or a modal stated as a finding:
     the frame is dropped and the proposition kept ("We hypothesized that X" -> "X")."""
-    t = s.text
+    t = s.body
     for variant, frame in _FRAMES:
         m = re.search(frame, t, flags=re.I)
         if m:
             rest = t[m.end():]
-            if len(rest.split()) >= 4:
+            if len(rest.split()) >= 4 and not _HEDGE.search(rest):
                 yield variant, _sentence(rest), t, Edit("drop", m.group(0).strip()), True
                 return
     for variant, pattern in (("attributed view stated as a finding", _ATTRIBUTED), ("modal dropped", _MODAL)):
         m = pattern.match(t)
-        if m and m["x"].split()[0].casefold() not in _INTRO - {"these", "this"} and len(m["rest"].split()) >= 3:
+        if (m and m["x"].split()[0].casefold() not in _INTRO - {"these", "this"} and len(m["rest"].split()) >= 3
+                and not _HEDGE.search(m["rest"])):
             frame = t[m.end("x"):m.start("rest")].strip()
             yield variant, _sentence(f"{m['x']} {m['rest']}"), t, Edit("drop", frame), True
             return
@@ -451,7 +483,8 @@ _QUANTIFIERS = (
                               rf"at least|<|>)? ?{_NUM} ?% of (?:the |all )?"),
     ("a count stated as all", rf"\b(?:only )?{_NUM} (?:of|out of) (?:the |all )?(?={_NUM}\b)"),
     ("a count stated as all", rf"\b(?:only )?{_NUM} (?:of|out of) (?:the |all )?{_NUM} "),
-    ("some stated as all", r"\b(?:some|many|most|several|few|a few|a (?:small |large |substantial |significant )?"
+    ("some stated as all", r"\b(?:(?:more|less|fewer) than |nearly |almost |about |approximately |over )?"
+                           r"(?:some|many|most|several|few|a few|a (?:small |large |substantial |significant )?"
                            r"(?:subset|fraction|proportion|minority|majority|number|subgroup|portion) of|one-third of|"
                            r"half of|two-thirds of|a third of|a quarter of)(?: the)? (?=[a-z]+s\b)"),
 )
@@ -460,7 +493,7 @@ _QUANTIFIERS = (
 def quantifier_changed(s: Sentence) -> Iterator[Candidate]:
     """A share, a count or "some" stated of all ("less than 6 % of HSCs retained BrdU" -> "HSCs retained
     BrdU", or "All HSCs…" when the sentence has "all")."""
-    t = s.text
+    t = s.body
     for variant, pattern in _QUANTIFIERS:
         m = re.search(pattern, t, flags=re.I)
         if not m or (variant.startswith("some") and re.search(r"\bthe (?:most|many)\b|\bmost \w+ly\b", t[max(0, m.start() - 4):m.end()])):
@@ -477,14 +510,14 @@ def quantifier_changed(s: Sentence) -> Iterator[Candidate]:
 
 
 def _vocabulary(sentences: Iterable[Sentence]) -> Counter:
-    return Counter(words(" ".join(s.text for s in sentences)))
+    return Counter(words(" ".join(s.body for s in sentences)))
 
 
 def polarity_inverted(s: Sentence, vocabulary: Counter | None = None) -> Iterator[Candidate]:
     """Polarity beyond a plain "not": non-X -> X, "rather than"/"instead of", "without", "failed to",
     "independent of", "lack of", "no longer", two negations dropped at once (parity kept), and a
     negative prefix dropped (un-/in-/dis-, when the bare word is a word of the corpus)."""
-    t = s.text
+    t = s.body
     tw = set(words(t))
     m = re.search(r"\b[Nn]on-([a-zA-Z][\w-]*)", t)
     if m:
@@ -494,7 +527,7 @@ def polarity_inverted(s: Sentence, vocabulary: Counter | None = None) -> Iterato
         yield ("'rather than X' read as X", t[:m.start()] + m["b"] + t[m.end():], t,
                Edit("drop", t[m.start("a"):m.start("b")].strip()), True)
     m = re.search(r"\bwithout\b", t)
-    if m:
+    if m and not re.search(r"\b(?:with|and|or) (?:or |and )?without\b", t):
         for instead in ("with", "and"):
             if instead in tw:
                 yield f"'without' read as '{instead}'", t[:m.start()] + instead + t[m.end():], t, Edit("replace", "without", instead), True
@@ -518,30 +551,21 @@ def polarity_inverted(s: Sentence, vocabulary: Counter | None = None) -> Iterato
         claim = t[:negs[0].start()] + t[negs[0].end():negs[1].start()] + t[negs[1].end():]
         yield "two negations dropped (parity kept)", claim, t, Edit("drop", f"{negs[0][0].strip()} … {negs[1][0].strip()}"), True
     if vocabulary is not None:
-        for m in re.finditer(r"\b(un|in|im|dis)([a-z]{5,})\b", t):
+        for m in re.finditer(r"\b(un|non|dis|in|im|ir|il)([a-z]{5,})\b", t):
             bare = m[2]
-            if vocabulary[bare] >= 5 and bare not in _NOT_NEGATED_STEMS and not bare.startswith(("ter", "ves", "hib", "cre", "duc", "dic", "clud", "form", "port", "flu", "fect", "sul", "tra", "stit", "vol")):
+            if vocabulary[bare] >= 5 and bare not in _NOT_NEGATED_STEMS and (
+                    m[1] in ("un", "non", "dis") or _ADJECTIVE_ENDING.search(bare)):
                 yield ("a negative prefix dropped", t[:m.start()] + bare + t[m.end():], t,
                        Edit("replace", m.group(0), bare), bare in tw)
                 break
 
 
-# Bare words that are words of the corpus but not the negation of their prefixed form ("in"+"duced"…).
-_NOT_NEGATED_STEMS = {"crease", "creased", "creases", "creasing", "dexes", "volved", "fection", "flammation",
-                      "formation", "teractions", "terest", "ternal", "tegrated", "cluding", "ference", "pression",
-                      "pressions", "proved", "provement", "plantation", "planted", "pact", "mune", "munity", "ease",
-                      "eases", "order", "orders", "ability", "abilities", "cover", "covered", "charge", "charged",
-                      "tinct", "tribution", "persed", "placement", "crete", "sease", "turbance", "creasingly",
-                      "sight", "duction", "vestigate", "vestigated", "dividual", "dividuals", "hibitor", "hibitors",
-                      "ducible", "dependent", "stance", "stances", "tervention", "terventions", "cidence", "dication",
-                      "dications", "troduction", "tact", "sertion", "formed", "stability", "testinal", "verse",
-                      "plicated", "plications", "portant", "paired", "pairment", "sert", "side", "clude", "cluded",
-                      "adequate", "gested", "gestion", "heritance", "herited", "jected", "jection", "juries", "jury",
-                      "stitutional", "tensive", "tensity", "vasion", "vasive", "vitro", "vivo", "trinsic", "herent",
-                      "covery", "tance", "tances", "plays", "played", "play", "ruption", "rupted", "solved", "sected",
-                      "sections", "sociation", "tributed", "crimination", "criminate", "sequences", "sipated",
-                      "together", "derstood", "derstanding", "derlying", "dergo", "dergoing", "derwent", "iform",
-                      "ique", "ited", "ivariate", "ivariable", "treated", "mediately", "mediate", "itially", "itial"}
+# in-/im-/ir-/il- negate adjectives ("insufficient", "inactive", "immature"); elsewhere they are part of the
+# word ("infusion", "impaired", "induced"). Bare words of the corpus that are not the negated word's opposite:
+_ADJECTIVE_ENDING = re.compile(r"(?:ible|able|ent|ant|ive|ous|ful|al|ic|ate|ure|ar|ete|ite|ile|ular|ct)$")
+_NOT_NEGATED_STEMS = {"cover", "covered", "covers", "covery", "order", "orders", "ease", "eases", "charge", "charged",
+                      "play", "played", "plays", "tact", "dependent", "derstood", "solved", "sease", "ability",
+                      "abilities", "ion", "ions", "ternal", "terest", "portant", "mune", "itial", "ique", "iform"}
 
 
 def _polarity(vocabulary: Counter) -> Callable[[Sentence], Iterator[Candidate]]:
@@ -563,17 +587,17 @@ _DIRECTED = {"increased", "decreased", "reduced", "elevated", "improved", "impai
 def causal_from_associational(s: Sentence) -> Iterator[Candidate]:
     """"X was associated with increased Y" -> "X increased Y"; with no such word, the causal verb the
     sentence has, else "caused"."""
-    m = _ASSOCIATED.search(s.text)
+    m = _ASSOCIATED.search(s.body)
     if not m or m["x"].split()[0].casefold() in _INTRO - {"the", "a", "an"} or not _content(m["x"].split()):
         return
     y = m["y"]
     first = y.split()[0].casefold()
-    link = s.text[m.end("x"):m.start("y")].strip()
+    link = s.body[m.end("x"):m.start("y")].strip()
     if first in _DIRECTED:
-        yield "associated with a change read as causing it", _sentence(f"{m['x']} {y}"), s.text, Edit("drop", link), True
+        yield "associated with a change read as causing it", _sentence(f"{m['x']} {y}"), s.body, Edit("drop", link), True
         return
-    verb = next((c for c in _CAUSAL_IN_SENTENCE if _has(s.text, c)), None)
-    yield ("association read as cause", _sentence(f"{m['x']} {verb or 'caused'} {y}"), s.text,
+    verb = next((c for c in _CAUSAL_IN_SENTENCE if _has(s.body, c)), None)
+    yield ("association read as cause", _sentence(f"{m['x']} {verb or 'caused'} {y}"), s.body,
            Edit("replace", link, verb or "caused"), verb is not None)
 
 
@@ -604,14 +628,14 @@ def _parenthetical(text: str) -> re.Match | None:
 
 def faithful_deletion(s: Sentence) -> Iterator[Candidate]:
     """A bracketed aside deleted; nothing else changes."""
-    m = _parenthetical(s.text)
+    m = _parenthetical(s.body)
     if m:
-        yield "a bracketed aside deleted", _tidy(s.text[:m.start()] + s.text[m.end():]), s.text, Edit("drop", m.group(0).strip()), True
+        yield "a bracketed aside deleted", _tidy(s.body[:m.start()] + s.body[m.end():]), s.body, Edit("drop", m.group(0).strip()), True
 
 
 def kept_hedge(s: Sentence) -> Iterator[Candidate]:
     """A hedged sentence shortened (a leading discourse marker or an aside deleted), its hedge kept."""
-    t = s.text
+    t = s.body
     hedge = _HEDGE.search(t)
     if hedge is None:
         return
@@ -624,6 +648,12 @@ def kept_hedge(s: Sentence) -> Iterator[Candidate]:
         yield "aside deleted, hedge kept", _tidy(t[:m.start()] + t[m.end():]), t, Edit("drop", m.group(0).strip()), True
 
 
+# Pairs whose order carries meaning ("the rise and fall", "gain and loss"): not a symmetric list.
+_ORDERED = {"rise", "rises", "fall", "falls", "increase", "increases", "decrease", "decreases", "gain", "gains", "loss",
+            "losses", "onset", "offset", "start", "end", "beginning", "birth", "death", "entry", "exit", "influx",
+            "efflux", "upregulation", "downregulation", "activation", "inactivation", "initiation", "termination",
+            "cause", "effect", "causes", "effects", "input", "output", "before", "after", "pre", "post"}
+_LATIN = {"vitro", "vivo", "situ", "utero", "silico", "vacuo", "toto", "ovo"}
 _FUNCTION = _STOP_NP | _INTRO | {"both", "either", "other", "these", "those", "such", "their", "its", "and", "or",
                                  "all", "each", "many", "most", "some", "more", "less", "also"}
 
@@ -631,34 +661,60 @@ _FUNCTION = _STOP_NP | _INTRO | {"both", "either", "other", "these", "those", "s
 def reordered_coordination(s: Sentence) -> Iterator[Candidate]:
     """"of A and B" -> "of B and A" where A and B are single nouns coordinated after a preposition or an
     article (a symmetric list; sentences with "respectively" or an order word are left out)."""
-    t = s.text
+    t = s.body
     if re.search(r"\b(?:respectively|followed|then|before|after|first|second|than|from|between)\b", t, flags=re.I):
         return
     for m in re.finditer(r"\b(?P<p>in|of|for|on|with|among|the|both) (?P<a>[a-z]{3,}) and (?P<b>[a-z]{3,})(?=[,.;)]| (?:in|of|were|are|was|is|to|with|from|at|on)\b)", t):
         a, b = m["a"], m["b"]
-        if a == b or a in _FUNCTION or b in _FUNCTION or a.endswith(("ly", "ed")) or b.endswith(("ly", "ed")):
+        if (a == b or {a, b} & (_FUNCTION | _LATIN | _ORDERED) or a.endswith(("ly", "ed")) or b.endswith(("ly", "ed"))):
             continue
         claim = t[:m.start("a")] + f"{b} and {a}" + t[m.end("b"):]
         yield "the two nouns of 'A and B' exchanged", claim, t, Edit("swap", a, b), True
         return
 
 
-_IRREGULAR = {"drove", "bound", "bind", "binds"}
+_IRREGULAR = {"drove", "drives", "bound", "bind", "binds", "required", "requires"}
+
+
+def _participle(verb: str) -> str | None:
+    """The past participle of a regular verb in the past or present tense (reduced, reduces -> reduced)."""
+    if verb in _IRREGULAR or verb.endswith("ed"):
+        return None if verb in _IRREGULAR else verb
+    base = verb[:-2] if verb.endswith(("sses", "shes", "ches", "xes")) else verb[:-1]
+    return base + ("d" if base.endswith("e") else "led" if base.endswith("rol") else "ed")
+
+
+_FOLLOWING_CLAUSE = re.compile(
+    r"[,;] (?:and|whereas|while|which|suggesting|indicating|thereby|leading|resulting|although|as well as)\b|"
+    rf", but (?!not)|; | (?:and|but) (?:only |also |then |partially |further )*(?=(?:{_TRANSITIVE}|[a-z]+ed)\b)")
+_CONDITION = re.compile(r"\b(?:only|when|if|unless|except|not|no|absence|presence|independent(?:ly)?|relative to|"
+                        r"compared|than|respectively|versus|vs|whereas|but)\b", flags=re.I)
+_LIST_REST = re.compile(r"^(?:, (?:and )?[^,;()]+)+\.$")
 
 
 def faithful_passive(s: Sentence) -> Iterator[Candidate]:
-    """A simple active clause "X <verb>ed Y <place>." made passive: "Y was <verb>ed by X <place>."."""
+    """A simple active clause "X <verb>ed Y <place>." made passive: "Y was <verb>ed by X <place>." (the
+    present tense: "Y is <verb>ed by X"); the place is a prepositional phrase of nouns, or nothing."""
     m = _role_match(s)
-    if not m or not m["v"].endswith("ed") or m["v"] in _IRREGULAR or m["v"] == "required":
+    participle = _participle(m["v"]) if m else None
+    if not m or participle is None:
         return
-    rest = m["rest"]
-    if rest != "." and not re.match(r"^ (?:in|at|during|after|among|within|across)\b[^,;]*\.$", rest):
+    # a following clause of its own (", and …", "; …", ", which …") is deleted: the claim says less
+    if _CONDITION.search(m["rest"]):
+        return   # a condition or a contrast on the clause: deleting or keeping it in the passive is not simple
+    rest = _FOLLOWING_CLAUSE.split(m["rest"], maxsplit=1)[0].rstrip(".") + "."
+    if _LIST_REST.match(rest) and not any(_VERBISH.match(w) or re.fullmatch(_TRANSITIVE, w) for w in rest.split()):
+        rest = "."   # the rest of a list of objects ("X induced A, B, and C"): the claim names A only
+    if rest != "." and not re.match(r"^ (?:in|at|during|after|among|within|across)\b[^,;()]*\.$", rest) \
+            or re.search(r" (?:but|or|while|whereas|which|that|than)\b", rest) \
+            or any(_VERBISH.match(w) or re.fullmatch(_TRANSITIVE, w) for w in rest.strip(" .").split()[1:]):
         return
     y = m["y"]
-    head = y.split(" of ")[0].split()[-1]
-    be = "were" if head.endswith("s") and not head.endswith(("ss", "is", "us")) else "was"
-    claim = _sentence(f"{_cap(_decap(y))} {be} {m['adv']}{m['v']} by {_decap(m['x'])}{rest}")
-    yield "an active clause made passive", claim, s.text, Edit("swap", m["x"], m["y"]), False
+    head = re.split(r" (?:of|for|in|from|with|on|at|by) ", y)[0].split()[-1]
+    plural = head.endswith("s") and not head.endswith(("ss", "is", "us"))
+    be = ("were" if plural else "was") if m["v"].endswith("ed") else ("are" if plural else "is")
+    claim = _sentence(f"{m['pre'] or ''}{_decap(y)} {be} {m['adv']}{participle} by {_decap(m['x'])}{rest}")
+    yield "an active clause made passive", claim, s.body, Edit("swap", m["x"], m["y"]), False
 
 
 # ---------------------------------------------------------------- classes
@@ -762,7 +818,7 @@ def _accept(cls: PairClass, pair: Pair) -> bool:
 def _candidates(cls: PairClass, s: Sentence) -> list[Pair]:
     out = []
     for variant, claim, quote, edit, subset in cls.rewrite(s):
-        pair = Pair(cls.name, variant, cls.honest, claim, quote, s, edit, subset)
+        pair = Pair(cls.name, variant, cls.honest, _cap(claim), quote, s, edit, subset)
         if _accept(cls, pair):
             out.append(pair)
     return out

@@ -352,8 +352,10 @@ def run_classes(home: Path, per_class: int, seed: int) -> dict:
     return {"classes": results, "generated_s": generated_s, "seconds": time.perf_counter() - started}
 
 
-def classes_report(r: dict) -> tuple[str, int, int]:
-    """The table by class, examples of what got through, and (attack survivors, controls downgraded)."""
+def classes_report(r: dict, examples_per_class: int = 1) -> tuple[str, int, int]:
+    """The table by class, the first pairs the audit got wrong in each class (attacks kept, controls
+    downgraded; the rules verifier's, then the abstaining one's where they differ), and
+    (attack survivors, control verdicts lost)."""
     from bench.attack_generation import ATTACK_CLASSES, CONTROL_CLASSES
 
     def sourced(claims: list) -> int:
@@ -378,19 +380,21 @@ def classes_report(r: dict) -> tuple[str, int, int]:
             survivors += rules + abstains
             totals["n"] += n
             totals["abstains"] += abstains
+        shown_claims: set[str] = set()
         for verifier in ("rules", "abstains"):
-            wrong = [(p, c) for p, c in zip(row["pairs"], row[verifier]) if (c.tag == "SOURCED") != honest]
-            if wrong:
-                p, c = wrong[0]
-                what = f"downgraded ({c.failed}: {c.detail[:90]})" if honest else "kept [SOURCED]"
-                examples.append(f"- {name}, {verifier} verifier, {p.variant}: claim {p.claim[:160]!r} "
-                                f"quoting {p.quote[:160]!r}: {what}")
+            wrong = [(p, c) for p, c in zip(row["pairs"], row[verifier])
+                     if (c.tag == "SOURCED") != honest and p.claim not in shown_claims]
+            for p, c in wrong[:examples_per_class]:
+                shown_claims.add(p.claim)
+                what = f"downgraded ({c.failed}: {c.detail[:120]})" if honest else "kept [SOURCED]"
+                examples.append(f"- {name}, {verifier} verifier, {p.variant}: claim {p.claim[:200]!r} "
+                                f"quoting {p.quote[:200]!r}: {what}")
     rows.append(["abstain keeps the tag (every attack above)", "attack", totals["n"], "-", totals["abstains"], "0", "-"])
     table = markdown_table(["class", "kind", "pairs", "[SOURCED], rules verifier", "[SOURCED], verifier abstains",
                             "target", "rules verifier: first failed checks"], rows)
     lines = [table, "", f"attack survivors (both verifiers): {survivors}; control verdicts lost: {downgraded}"]
     if examples:
-        lines += ["", "first pair of each class the audit got wrong:", *examples]
+        lines += ["", f"the first {examples_per_class} pair(s) of each class the audit got wrong:", *examples]
     return "\n".join(lines), survivors, downgraded
 
 
@@ -402,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claims", type=int, default=DEV_CLAIMS, help="SciFact dev claims for the cost part")
     parser.add_argument("--per-class", type=int, default=PER_CLASS, help="pairs per class in part 4")
     parser.add_argument("--seed", type=int, default=35, help="the order SciFact sentences are read in (part 4)")
+    parser.add_argument("--examples", type=int, default=1, help="pairs the audit got wrong to show per class (part 4)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_CLAIMS} dev claims for the cost part")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"which parts to run, of {', '.join(PARTS)}")
     args = parser.parse_args(argv)
@@ -423,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         failed |= any(not o.held for o in outcomes)
     if "classes" in parts:
         result = run_classes(home, args.per_class, args.seed)
-        report, survivors, downgraded = classes_report(result)
+        report, survivors, downgraded = classes_report(result, args.examples)
         print(f"## Attacks by class, from SciFact sentences (issue 35): --per-class {args.per_class} --seed {args.seed} "
               f"({result['seconds']:.1f} s, of which generating {result['generated_s']:.1f} s)\n\n{report}\n", flush=True)
         failed |= survivors > 0 or downgraded > 0

@@ -109,7 +109,7 @@ def test_every_class_has_several_shapes(generated):
 def test_every_control_is_faithful_by_construction(generated):
     for name in CONTROL_CLASSES:
         for p in generated[name]:
-            assert p.quote == p.sentence.text and faithful(p), (name, p.claim, p.edit)
+            assert p.quote == (p.sentence.text if name == WHOLE else p.sentence.body) and faithful(p), (name, p.claim)
     for p in generated[WHOLE]:
         assert p.claim == p.quote
     for p in generated[COORDINATION]:
@@ -146,7 +146,10 @@ def test_roles_swapped_and_the_faithful_passive():
     text = "Cold acclimation markedly reduced plasma levels of adiponectin."
     assert _claims(roles_swapped, text) == ["Plasma levels of adiponectin markedly reduced cold acclimation."]
     assert _claims(faithful_passive, text) == ["Plasma levels of adiponectin were markedly reduced by cold acclimation."]
-    assert _claims(roles_swapped, "We found that insulin reduced glucose levels in mice.") == []
+    assert _claims(roles_swapped, "We found that insulin reduced glucose levels in mice.") == [
+        "We found that glucose levels reduced insulin in mice."]
+    assert _claims(roles_swapped, "We hypothesized that insulin reduced glucose levels in mice.") == []
+    assert _claims(faithful_passive, "Insulin reduced glucose levels only when given with food.") == []
 
 
 def test_numbers_rebound():
