@@ -7,6 +7,8 @@ claim names its passage by a phrase the passage holds; the server finds that pas
 prompt, so the attacks run on whatever labels retrieval gave. `play` runs one attack through the real
 deliberation steps (the OpenAI SDK against this server, the real database) and reads what was published.
 
+`AbstainingVerifier` is a verifier endpoint that abstains on everything.
+
 Used by tests/flows/test_audit_attacks.py and `python -m bench.audit_attacks`.
 """
 
@@ -262,6 +264,30 @@ class HostileModel:
         else:
             payload = {"claims": [], "insufficient_evidence": attack.insufficient}
         return Reply(200, completion(payload))
+
+
+@dataclass
+class AbstainingVerifier:
+    """A support verifier (the openai verifier's wire format) that abstains on every item: what the
+    audit decides when the verifier cannot tell (issue 35, "abstention is not support")."""
+    server: WireServer = field(default_factory=WireServer)
+
+    def __enter__(self) -> Self:
+        self.server.__enter__()
+        self.server.always(CHAT, self.answer)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)
+
+    @property
+    def base_url(self) -> str:
+        return self.server.url + "/v1"
+
+    @staticmethod
+    def answer(received: Received) -> Reply:
+        items = json.loads(received.body["messages"][1]["content"])["items"]
+        return Reply(200, completion({"verdicts": [{"i": item["i"], "verdict": "abstain"} for item in items]}))
 
 
 @dataclass(frozen=True)
