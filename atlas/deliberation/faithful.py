@@ -63,7 +63,7 @@ present here""".split())
 # Negation cues read as one (a phrase becomes one token before reading).
 _NEGATION_PHRASES = ((r"\bno longer\b", "nolonger"), (r"\brather than\b", "ratherthan"),
                      (r"\binstead of\b", "insteadof"), (r"\bfailed to\b", "failedto"), (r"\bfails to\b", "failedto"),
-                     (r"\bfail to\b", "failedto"), (r"\black of\b", "lackof"), (r"\babsence of\b", "absenceof"),
+                     (r"\bfail to\b", "failedto"), (r"\black of\b", "lackof"), (r"\bloss of\b", "lossof"), (r"\babsence of\b", "absenceof"),
                      (r"\bcompared (?:with|to)\b", "comparedwith"), (r"\bin comparison (?:with|to)\b", "comparedwith"),
                      (r"\brelative to\b", "relativeto"), (r"\bfollowed by\b", "followedby"),
                      (r"\bversus\b|\bvs\b\.?", "versus"), (r"\bless than\b", "lessthan"),
@@ -71,7 +71,7 @@ _NEGATION_PHRASES = ((r"\bno longer\b", "nolonger"), (r"\brather than\b", "rathe
                      (r"\bgreater than\b", "greaterthan"), (r"\bat least\b", "atleast"), (r"\bat most\b", "atmost"),
                      (r"\bup to\b", "upto"))
 PLAIN_NEGATIONS = frozenset("not no never none nor neither nolonger failedto unlikely hardly scarcely barely".split())
-LEXICAL_NEGATIONS = frozenset("""without lackof absenceof lack lacks lacking lacked absent independent
+LEXICAL_NEGATIONS = frozenset("""without lossof lackof absenceof lack lacks lacking lacked absent independent
 independently ratherthan insteadof unable""".split())
 # Affixes that negate the word they are on, when the other text has the word without them.
 NEGATING_PREFIXES = ("non", "un", "in", "im", "ir", "il", "dis", "anti")
@@ -84,9 +84,14 @@ minority only solely exclusively subset any""".split())
 _MODAL_STEMS = re.compile(r"^(?:hypothe|postulat|propos|specul|conjectur|presum|putativ|suppos|assum|theori|"
                           r"predict|anticipat|believ|aim|objectiv|purpose|goal|sought|seek|suggest|impl[iy]|"
                           r"possib|potential|perhap|likel|unlikel|probabl|uncertain|unclear|unknown|question|"
-                          r"whether|debat|controvers|notion|expect|tentativ|preliminar|investigat|examin|explor|"
+                          r"whether|debat|controvers|notion|expect|tentativ|preliminar|"
                           r"plausib|conceiv|thought|view)")
+_AIM_STEMS = re.compile(r"^(?:aim|objectiv|purpose|goal|sought|seek|question|whether|toinvestigate)")
+# "to examine X": an aim (the infinitive of purpose), read as one cue
+_PURPOSE = re.compile(r"\bto (?=(?:investigate|examine|explore|determine|assess|evaluate|test|study|compare|"
+                      r"identify|characteri[sz]e|clarify|elucidate)\b)")
 MODAL_VERBS = frozenset("may might could would should can must if unless".split())
+_ASSOCIATION = re.compile(r"^(?:associat|correlat|linked|relat(?:ed|ion))")
 ATTRIBUTION = frozenset("others other previous previously prior earlier reportedly widely traditionally "
                         "conventionally commonly literature background".split())
 # Roles a number can take from the words around it.
@@ -120,7 +125,7 @@ def _kind(word: str) -> str:
         return "comparator"
     if word in QUANTIFIERS:
         return "quantifier"
-    if word in MODAL_VERBS or word in ATTRIBUTION or _MODAL_STEMS.match(word):
+    if word in MODAL_VERBS or word in ATTRIBUTION or _MODAL_STEMS.match(word) or _AIM_STEMS.match(word):
         return "modal"
     if word in _FUNCTION:
         return "function"
@@ -145,6 +150,9 @@ def tokens(text: str) -> list[Tok]:
     text = number_words_to_digits(text)
     for pattern, token in _NEGATION_PHRASES:
         text = re.sub(pattern, f" {token} ", text)
+    text = re.sub(r"\b(ha(?:s|ve|d) been) (?=(?:reported|shown|described|found|observed|suggested|proposed|implicated|"
+                  r"considered|thought|believed|linked|known)\b)", r"\1 reportedly ", text)   # another party's view
+    text = _PURPOSE.sub(" toinvestigate ", text)
     text = re.sub(r"\bnon[-‐‑\s]+(?=[^\W\d_])", "non", text)   # "non-smokers": one word, negated by its affix
     text = re.sub(r"[-‐‑–—/]", " ", text)
     out = []
@@ -298,11 +306,13 @@ def _number_reading(toks: list[Tok], i: int) -> tuple[str, str, str]:
     return unit, role, comparator
 
 
-def _numbers(claim: list[Tok], sentence: list[Tok]) -> Fault | None:
+def _numbers(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | None:
+    """Each number read at the occurrence the alignment gave it (any occurrence when it has none)."""
     for i, tok in enumerate(claim):
         if tok.kind != "number":
             continue
-        found = [j for j, o in enumerate(sentence) if o.kind == "number" and o.text == tok.text]
+        found = [al.at[tok.pos]] if tok.pos in al.at else [
+            j for j, o in enumerate(sentence) if o.kind == "number" and o.text == tok.text]
         if not found:
             continue          # a number the sentence lacks: the coverage check's
         unit, role, comparator = _number_reading(claim, i)
@@ -369,6 +379,10 @@ def _splice(sentence: list[Tok], al: _Alignment) -> Fault | None:
         spots = [al.at[t.pos] for t in block if t.pos in al.at]
         for p, q in zip(spots, spots[1:]):
             between = sentence[p + 1:q]
+            cut = next((k for k, t in enumerate(between) if t.text in (";", ":")), None)
+            if cut is not None and any(t.kind in ALIGNED for t in between[:cut]) and any(
+                    t.kind in ALIGNED for t in between[cut + 1:]):
+                return Fault("clauses_spliced", "the claim joins words from both sides of a ';' or ':' of the source")
             if not any(t.kind in ("direction", "negation") for t in between):
                 continue
             breaks = [k for k, t in enumerate(between) if t.text in (",", ";", "and", "but", "whereas", "while")]
@@ -382,12 +396,38 @@ def _cues(toks: list[Tok], kinds: tuple[str, ...]) -> list[Tok]:
     return [t for t in toks if t.kind in kinds]
 
 
+def modality_class(word: str) -> str:
+    """aim (an aim, a question, what was examined), attribution (another party's view), or hedge."""
+    if word in ATTRIBUTION:
+        return "attribution"
+    return "aim" if _AIM_STEMS.match(word) else "hedge"
+
+
 def _modality(claim: list[Tok], sentence: list[Tok], aligned: set[int]) -> Fault | None:
+    """Each kind of frame governing the claimed words (a hedge, an aim or question, another party's view)
+    is kept by a cue of the same kind in the claim."""
     governing = [t for t in _cues(sentence, ("modal",)) if _governs(sentence, t, aligned)]
-    question = sentence and sentence[-1].text == "?" and aligned
-    if (governing or question) and not (_cues(claim, ("modal",)) or (claim and claim[-1].text == "?")):
-        what = ", ".join(dict.fromkeys(t.text for t in governing)) or "a question"
-        return Fault("modality_dropped", f"the source frames it ({what}); the claim states it as a finding")
+    mine = {modality_class(t.text) for t in _cues(claim, ("modal",))}
+    if claim and claim[-1].text == "?":
+        mine.add("aim")
+    dropped = [t.text for t in governing if modality_class(t.text) not in mine]
+    if sentence and sentence[-1].text == "?" and aligned and "aim" not in mine:
+        dropped.append("a question")
+    if dropped:
+        return Fault("modality_dropped", f"the source frames it ({', '.join(dict.fromkeys(dropped))}); the claim "
+                                         "states it as a finding")
+    return None
+
+
+def _association(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | None:
+    """"A was associated with higher B" does not give "A raised B": an association between the claimed
+    words is kept."""
+    spots = sorted(al.at.values())
+    if len(spots) < 2:
+        return None
+    links = [t for t in sentence if _ASSOCIATION.match(t.text) and spots[0] < t.pos < spots[-1] and t.pos not in spots]
+    if links and not any(_ASSOCIATION.match(t.text) for t in claim):
+        return Fault("frame_dropped", f"the source states an association ({links[0].text}); the claim does not")
     return None
 
 
@@ -402,11 +442,14 @@ def _quantifiers(claim: list[Tok], sentence: list[Tok], al: _Alignment, same: Sa
         if t.kind == "quantifier" and t.text not in mine and _governs(sentence, t, aligned):
             return Fault("quantifier_changed", f"the source says '{t.text}'; the claim drops it")
     # "6 % of HSCs": a proportion in front of a claimed word
-    for i, t in enumerate(sentence[:-3]):
-        nxt = sentence[i + 1:i + 4]
-        if (t.kind == "number" and nxt[0].text == "percent" and nxt[1].text == "of" and nxt[2].pos in aligned
-                and not any(c.text == t.text for c in claim)):
-            return Fault("quantifier_changed", f"the source limits it to {t.text} percent; the claim drops it")
+    mine_numbers = {c.text for c in claim if c.kind == "number"}
+    for i, t in enumerate(sentence):
+        nxt = [o.text for o in sentence[i + 1:i + 3]]
+        of = 2 if nxt[:2] == ["percent", "of"] else 1 if nxt[:1] == ["of"] else 0
+        if (t.kind == "number" and of and t.text not in mine_numbers
+                and any(o.pos in aligned for o in sentence[i + 1 + of:i + 5 + of])):
+            return Fault("quantifier_changed", f"the source limits it to {t.text}{' percent' * (of == 2)} of them; "
+                                               "the claim drops it")
     return None
 
 
@@ -430,19 +473,38 @@ class Reading:
     aligned: int          # claim content words and numbers aligned to the sentence
 
 
+_PASSIVE = re.compile(r"^(?P<patient>[^,;]+?)\s+(?:is|are|was|were|has been|have been|had been)\s+(?P<adverb>\w+ly\s+)?"
+                      r"(?P<verb>[a-z]+(?:ed|en))\s+by\s+(?P<agent>[^,;]+?)(?P<rest>\s*[,;].*)?[.\s]*$", re.IGNORECASE)
+
+
+def active_voice(claim: str) -> str | None:
+    """"B was reduced by A[, rest]" as "A reduced B[, rest]": a simple clause with one "by" agent."""
+    m = _PASSIVE.match(claim.strip())
+    if m is None or " by " in m["agent"] or " by " in m["patient"]:
+        return None
+    return f"{m['agent']} {m['adverb'] or ''}{m['verb']} {m['patient']}{m['rest'] or ''}"
+
+
 def faithful(claim: str, sentence: str, same: Same) -> Reading:
-    """The first fault of a claim read against its sentence, and how much of it aligned."""
+    """The first fault of a claim read against its sentence, and how much of it aligned. A claim in the
+    passive of a simple clause is read in the active voice when that aligns and the passive does not."""
     c, s = tokens(claim), tokens(sentence)
     al, broken = _align(c, s, same)
+    if broken and (active := active_voice(claim)) is not None:
+        c_active = tokens(active)
+        al_active, broken_active = _align(c_active, s, same)
+        if not broken_active:
+            c, al, broken = c_active, al_active, None
     aligned = sum(1 for t in c if t.pos in al.at and t.kind in ("content", "number"))
     checks = (
         lambda: _quantifiers(c, s, al, same),
-        lambda: _numbers(c, s),
+        lambda: _numbers(c, s, al),
         lambda: _comparisons(c, s, al),
         lambda: Fault("order_changed", f"'{broken[0].text}' stands elsewhere in the source: the claim's words do not "
                                        "follow the sentence's order") if broken else None,
         lambda: _splice(s, al),
         lambda: _modality(c, s, set(al.at.values())),
+        lambda: _association(c, s, al),
         lambda: _polarity(c, s, al),
     )
     for check in checks:
