@@ -489,12 +489,11 @@ def faithful(claim: str, sentence: str, same: Same) -> Reading:
     """The first fault of a claim read against its sentence, and how much of it aligned. A claim in the
     passive of a simple clause is read in the active voice when that aligns and the passive does not."""
     c, s = tokens(claim), tokens(sentence)
+    passive = _PASSIVE.match(claim.strip())
+    if passive is not None and not re.search(rf"\b{re.escape(passive['verb'])}\s+by\b", sentence, re.IGNORECASE):
+        # the sentence says it in the active voice: the claim's agent must be the sentence's subject
+        c = tokens(active_voice(claim) or claim)
     al, broken = _align(c, s, same)
-    if broken and (active := active_voice(claim)) is not None:
-        c_active = tokens(active)
-        al_active, broken_active = _align(c_active, s, same)
-        if not broken_active:
-            c, al, broken = c_active, al_active, None
     aligned = sum(1 for t in c if t.pos in al.at and t.kind in ("content", "number"))
     checks = (
         lambda: _quantifiers(c, s, al, same),
