@@ -69,7 +69,7 @@ _NEGATION_PHRASES = ((r"\bno longer\b", "nolonger"), (r"\brather than\b", "rathe
                      (r"\bversus\b|\bvs\b\.?", "versus"), (r"\bless than\b", "lessthan"),
                      (r"\bfewer than\b", "fewerthan"), (r"\bmore than\b", "morethan"),
                      (r"\bgreater than\b", "greaterthan"), (r"\bat least\b", "atleast"), (r"\bat most\b", "atmost"),
-                     (r"\bup to\b", "upto"))
+                     (r"\bup to\b", "upto"), (r"\ba (?:number|variety|subset|proportion|fraction) of\b", "anumberof"))
 PLAIN_NEGATIONS = frozenset("not no never none nor neither nolonger failedto unlikely hardly scarcely barely".split())
 LEXICAL_NEGATIONS = frozenset("""without lossof lackof absenceof lack lacks lacking lacked absent independent
 independently ratherthan insteadof unable""".split())
@@ -79,7 +79,7 @@ COMPARISONS = frozenset("than comparedwith relativeto versus followedby ratherth
 COMPARATORS = frozenset("lessthan fewerthan morethan greaterthan atleast atmost upto < > ≤ ≥ approximately about "
                         "nearly almost over under".split())
 QUANTIFIERS = frozenset("""all every each always entire entirely whole most mostly majority many some several few
-minority only solely exclusively subset any""".split())
+minority only solely exclusively subset any anumberof""".split())
 # Modality and attribution: an open class by stem (and the modal verbs, closed by nature).
 _MODAL_STEMS = re.compile(r"^(?:hypothe|postulat|propos|specul|conjectur|presum|putativ|suppos|assum|theori|"
                           r"predict|anticipat|believ|aim|objectiv|purpose|goal|sought|seek|suggest|impl[iy]|"
@@ -90,7 +90,7 @@ _AIM_STEMS = re.compile(r"^(?:aim|objectiv|purpose|goal|sought|seek|question|whe
 # "to examine X": an aim (the infinitive of purpose), read as one cue
 _PURPOSE = re.compile(r"\bto (?=(?:investigate|examine|explore|determine|assess|evaluate|test|study|compare|"
                       r"identify|characteri[sz]e|clarify|elucidate)\b)")
-MODAL_VERBS = frozenset("may might could would should can must if unless".split())
+MODAL_VERBS = frozenset("may might could would should can must if unless seem seems seemed".split())
 _ASSOCIATION = re.compile(r"^(?:associat|correlat|linked|relat(?:ed|ion))")
 ATTRIBUTION = frozenset("others other previous previously prior earlier reportedly widely traditionally "
                         "conventionally commonly literature background".split())
@@ -101,6 +101,7 @@ _UNIT = re.compile(r"^(?:percent|fold|times|x|(?:[pnμumcdk]|da)?(?:g|l|m|mol|s|
                    r"y|yr|yrs|years?|decades?))$")
 _BOUNDARY = frozenset(";:?")
 _SOFT_BOUNDARY = frozenset(", but whereas while although though however".split())
+_CONTRAST = frozenset("but whereas while although though however".split())
 _MOVABLE = frozenset("in among during within across after before at over for from".split())
 _COORDINATION = frozenset("and or , ;".split())
 
@@ -127,8 +128,8 @@ def _kind(word: str) -> str:
         return "quantifier"
     if word in MODAL_VERBS or word in ATTRIBUTION or _MODAL_STEMS.match(word) or _AIM_STEMS.match(word):
         return "modal"
-    if word in _FUNCTION:
-        return "function"
+    if word in _FUNCTION or word in FRAMING:
+        return "function"   # framing ("the study found that") may be added or dropped: it is not aligned
     if re.search(r"\d", word):
         return "number"
     if direction_of(word) is not None:
@@ -383,6 +384,10 @@ def _splice(sentence: list[Tok], al: _Alignment) -> Fault | None:
             if cut is not None and any(t.kind in ALIGNED for t in between[:cut]) and any(
                     t.kind in ALIGNED for t in between[cut + 1:]):
                 return Fault("clauses_spliced", "the claim joins words from both sides of a ';' or ':' of the source")
+            contrast = next((k for k, t in enumerate(between) if t.text in _CONTRAST), None)
+            if contrast is not None and any(t.kind in ALIGNED for t in between[:contrast]) and any(
+                    t.kind in ALIGNED for t in between[contrast + 1:]):
+                return Fault("clauses_spliced", f"the claim joins words from both sides of '{between[contrast].text}'")
             if not any(t.kind in ("direction", "negation") for t in between):
                 continue
             breaks = [k for k, t in enumerate(between) if t.text in (",", ";", "and", "but", "whereas", "while")]
@@ -396,11 +401,22 @@ def _cues(toks: list[Tok], kinds: tuple[str, ...]) -> list[Tok]:
     return [t for t in toks if t.kind in kinds]
 
 
+_HEDGE_VERBS = re.compile(r"^(?:suggest|impl[iy]|propos|postulat|hypothe|believ|thought|specul|assum|presum|suppos|"
+                          r"expect|predict|anticipat|conjectur|theori)")
+
+
 def modality_class(word: str) -> str:
-    """aim (an aim, a question, what was examined), attribution (another party's view), or hedge."""
+    """aim (an aim, a question), attribution (another party's view), hedge (a verb that proposes:
+    suggest, postulate, …) or modal (a modal verb, or a hedging adverb or adjective: possibly, likely, …)."""
     if word in ATTRIBUTION:
         return "attribution"
-    return "aim" if _AIM_STEMS.match(word) else "hedge"
+    if _AIM_STEMS.match(word):
+        return "aim"
+    return "hedge" if _HEDGE_VERBS.match(word) else "modal"
+
+
+# what keeps a frame of each kind: a proposing verb is kept by any hedge; a modal only by a modal
+_KEPT_BY = {"aim": {"aim"}, "attribution": {"attribution"}, "hedge": {"hedge", "modal"}, "modal": {"modal"}}
 
 
 def _modality(claim: list[Tok], sentence: list[Tok], aligned: set[int]) -> Fault | None:
@@ -410,7 +426,7 @@ def _modality(claim: list[Tok], sentence: list[Tok], aligned: set[int]) -> Fault
     mine = {modality_class(t.text) for t in _cues(claim, ("modal",))}
     if claim and claim[-1].text == "?":
         mine.add("aim")
-    dropped = [t.text for t in governing if modality_class(t.text) not in mine]
+    dropped = [t.text for t in governing if not _KEPT_BY[modality_class(t.text)] & mine]
     if sentence and sentence[-1].text == "?" and aligned and "aim" not in mine:
         dropped.append("a question")
     if dropped:
@@ -426,7 +442,7 @@ def _association(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault
     if len(spots) < 2:
         return None
     links = [t for t in sentence if _ASSOCIATION.match(t.text) and spots[0] < t.pos < spots[-1] and t.pos not in spots]
-    if links and not any(_ASSOCIATION.match(t.text) for t in claim):
+    if links:   # the claim's own association word, if any, stands elsewhere in the sentence
         return Fault("frame_dropped", f"the source states an association ({links[0].text}); the claim does not")
     return None
 
@@ -482,7 +498,11 @@ def active_voice(claim: str) -> str | None:
     m = _PASSIVE.match(claim.strip())
     if m is None or " by " in m["agent"] or " by " in m["patient"]:
         return None
-    return f"{m['agent']} {m['adverb'] or ''}{m['verb']} {m['patient']}{m['rest'] or ''}"
+    agent, moved = m["agent"], ""
+    pp = re.search(rf"\s(?:{'|'.join(sorted(_MOVABLE))})\s", agent)
+    if pp is not None:   # "by A during B": the phrase stays with the clause, not with the agent
+        agent, moved = agent[:pp.start()], agent[pp.start():]
+    return f"{agent} {m['adverb'] or ''}{m['verb']} {m['patient']}{moved}{m['rest'] or ''}"
 
 
 def faithful(claim: str, sentence: str, same: Same) -> Reading:
