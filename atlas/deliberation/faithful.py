@@ -90,7 +90,7 @@ _AIM_STEMS = re.compile(r"^(?:aim|objectiv|purpose|goal|sought|seek|question|whe
 # "to examine X": an aim (the infinitive of purpose), read as one cue
 _PURPOSE = re.compile(r"\bto (?=(?:investigate|examine|explore|determine|assess|evaluate|test|study|compare|"
                       r"identify|characteri[sz]e|clarify|elucidate)\b)")
-MODAL_VERBS = frozenset("may might could would should can must if unless seem seems seemed".split())
+MODAL_VERBS = frozenset("may might could would should if unless seem seems seemed".split())   # "can", "must": not hedges
 _ASSOCIATION = re.compile(r"^(?:associat|correlat|linked|relat(?:ed|ion))")
 ATTRIBUTION = frozenset("others other previous previously prior earlier reportedly widely traditionally "
                         "conventionally commonly literature background".split())
