@@ -239,6 +239,9 @@ def roles_swapped(s: Sentence) -> Iterator[Candidate]:
 
 
 _NUM = r"(?<![\w.\-+/])\d+(?:\.\d+)?(?![\w]|\.\d)"
+_CHANGE = ("increased|decreased|rose|fell|declined|dropped|improved|changed|reduced|grew|shifted|doubled|tripled|"
+           "halved|went|increasing|decreasing|rising|falling|declining|increase|decrease|reduction|improvement|"
+           "change|rise|fall|decline|drop|shift|lowered|raised|elevated")
 _RANGE = re.compile(r"(?<![\w.\-+/])(\d+(?:\.\d+)?) ?(?:to|-|–) ?(\d+(?:\.\d+)?)(?![\w]|\.\d)")
 
 
@@ -254,7 +257,8 @@ def numbers_rebound(s: Sentence) -> Iterator[Candidate]:
     if not any(c.isdigit() for c in t):
         return
     mean = re.search(rf"\b(?:mean|median|average)(?: age)?(?: of| =|,|:)? ({_NUM})(?! ?(?:to|-|–) ?\d)", t)
-    spans = [r for r in _RANGE.finditer(t) if mean and mean.start(1) not in (r.start(1), r.start(2))]
+    spans = [r for r in _RANGE.finditer(t)
+             if mean and mean.start(1) not in (r.start(1), r.start(2)) and abs(r.start() - mean.start()) < 60]
     if mean and spans:
         span = min(spans, key=lambda r: abs(r.start() - mean.start()))   # the range next to the mean
         end = 2 if float(span[2]) != float(mean[1]) else 1
@@ -264,7 +268,8 @@ def numbers_rebound(s: Sentence) -> Iterator[Candidate]:
     if vs:
         yield ("the sides of a comparison exchanged", _swap_spans(t, vs.span(1), vs.span(3)), t,
                Edit("swap", vs[1], vs[3]), True)
-    ranged = re.search(rf"\bfrom ({_NUM})(\s?%|\s[a-zA-Zμ/]+)? to ({_NUM})", t)
+    # a change from A to B (not a range or a period, which read the same both ways)
+    ranged = re.search(rf"\b(?:{_CHANGE}) (?:[\w\-]+ ){{0,6}}?from ({_NUM})(\s?%|\s[a-zA-Zμ/]+)? to ({_NUM})", t)
     if ranged:
         yield ("a change's ends reversed", _swap_spans(t, ranged.span(1), ranged.span(3)), t,
                Edit("swap", ranged[1], ranged[3]), True)
@@ -409,17 +414,30 @@ _CLAUSE_BREAK = re.compile(r", (?:whereas|while|but) |; (?:however, |in contrast
 
 
 def _split_clause(text: str) -> tuple[str, str] | None:
-    """(subject, predicate) at the first verb: an auxiliary, a listed verb, or an -ed participle."""
+    """(subject, predicate) at the first verb: an auxiliary, a listed verb, or an -ed word that does not
+    modify the noun after it ("specialized domains" is no verb; "were obtained in" and "increased by" are)."""
     toks = text.split()
     for i, tok in enumerate(toks):
         low = tok.casefold().rstrip(",")
-        if i and (low in _AUX or re.fullmatch(_TRANSITIVE, low) or (low.endswith("ed") and len(low) > 4)):
+        following = toks[i + 1].casefold() if i + 1 < len(toks) else ""
+        participle = low.endswith("ed") and len(low) > 4 and low not in _NON_FINITE and (
+            not following or following in _PREPOSITIONS | _CLAUSE_WORDS | _ORDINALS or following[0].isdigit()
+            or following.endswith(("ly", "ed")))
+        if i and (low in _AUX or re.fullmatch(_TRANSITIVE, low) or participle):
             subject, predicate = " ".join(toks[:i]), " ".join(toks[i:])
             if (1 <= i <= 8 and _content(toks[:i]) and not re.search(r"[,;:()]", subject) and len(toks) - i >= 2
-                    and not any(_VERBISH.match(w) for w in toks[1:i])):
+                    and not any(_VERBISH.match(w) for w in toks[:i])):
                 return subject, predicate
             return None
     return None
+
+
+_ORDINALS = {"the", "a", "an", "first", "second", "third", "last", "highest", "lowest", "unchanged", "significantly"}
+_NON_FINITE = {"compared", "based", "adjusted", "matched", "stratified", "related", "associated", "used", "treated",
+               "exposed", "given", "followed"}
+# Subjects that point back to the other clause ("expression", "it"): a splice onto them says the same thing.
+_ANAPHORIC = {"expression", "levels", "activity", "it", "they", "this", "these", "its", "their", "little", "none",
+              "nothing", "much", "both", "neither", "each", "the", "other", "others"}
 
 
 def clauses_spliced(s: Sentence) -> Iterator[Candidate]:
@@ -428,11 +446,13 @@ def clauses_spliced(s: Sentence) -> Iterator[Candidate]:
     if len(parts) != 2 or any(part.count("(") != part.count(")") for part in parts):
         return
     first, second = _split_clause(parts[0]), _split_clause(parts[1])
-    if not first or not second or first[0].split()[0].casefold() in _INTRO or second[0].split()[0].casefold() in _INTRO:
+    if not first or not second or first[0].split()[0].casefold() in _INTRO \
+            or second[0].split()[0].casefold() in _INTRO | _ANAPHORIC:
         return
     (s1, p1), (s2, p2) = first, second
-    if set(words(s1)) == set(words(s2)) or set(words(p1)) == set(words(p2)):
-        return
+    w1, w2 = set(words(s1)), set(words(s2))
+    if w1 <= w2 or w2 <= w1 or set(words(p1)) == set(words(p2)):
+        return   # the same subject, or one names a part of the other ("Nanog" / "Nanog expression")
     claim = _sentence(f"{s1} {p2}")
     if claim.rstrip(".").casefold() not in s.body.casefold():
         yield "subject of one clause, result of the other", claim, s.body, Edit("splice", s1, p2), True
