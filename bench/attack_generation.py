@@ -189,7 +189,8 @@ _PREPOSITIONS = {"in", "among", "for", "with", "at", "of", "on", "from", "during
 # Words that make a phrase a clause (a reporting verb, a participle): not a subject or an object.
 _VERBISH = re.compile(r"^(?:[a-z]+ed|shows?|demonstrates?|finds?|found|reports?|results?|exhibits?|suggests?|"
                       r"indicates?|reveals?|includes?|similar|remains?|exists?|appears?|seems?|occurs?|"
-                      r"represents?|provides?|involves?|contains?|leads?|plays?|acts?)$")
+                      r"represents?|provides?|involves?|contains?|leads?|plays?|acts?|rose|fell|grew|went|became|"
+                      r"began|made|took|gave|led|remained)$")
 _NEGATIONS = ("not", "no", "never", "neither", "nor", "without", "none", "cannot")
 
 
@@ -359,7 +360,8 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
                 continue
             a, b = " ".join(tokens[left:left_end]).rstrip(","), " ".join(tokens[after:right_end]).rstrip(",.;:)")
             if (not a or not b or set(words(a)) == set(words(b)) or re.search(r"\d", a + b)
-                    or set(words(a)) & _COMPARATIVES or tokens[i - 1].casefold() == "rather"):
+                    or set(words(a)) & _COMPARATIVES or tokens[i - 1].casefold() == "rather"
+                    or {a.casefold(), b.casefold()} & (_ANAPHORIC | {"those", "that", "one", "ones"})):
                 continue
             a_span = (t.index(a, len(" ".join(tokens[:left]))), 0)
             a_span = (a_span[0], a_span[0] + len(a))
@@ -375,7 +377,9 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
                Edit("swap", a, b), True)
     present = {w.casefold() for w in _DIRECTION_SPLIT.findall(t)}
     for up, down in _DIRECTIONS:
-        coordinated = re.search(rf"\b(?:{up}|{down})\W+(?:and|or|nor|to|/)\W+(?:{up}|{down})\b", t, flags=re.I)
+        # "positive and negative", "both X positive and X negative": a symmetric pair, not a direction
+        coordinated = re.search(rf"\b(?:{up}|{down})\W+(?:and|or|nor|to|/)\W+(?:[\w\-]+\W+){{0,3}}(?:{up}|{down})\b",
+                                t, flags=re.I)
         if up in present and down in present and not coordinated:
             claim = "".join(down if part.casefold() == up else up if part.casefold() == down else part
                             for part in _DIRECTION_SPLIT.split(t))
@@ -405,7 +409,8 @@ def _followed_by(t: str) -> tuple[str, str] | None:
                 and re.fullmatch(r"[\w\-]+", toks[-1]):
             kept.insert(0, toks.pop())
         a = " ".join(kept)
-    if not a or not b or set(words(a)) == set(words(b)) or not _content(a.split()) or not _content(b.split()):
+    if (not a or not b or set(words(a)) == set(words(b)) or not _content(a.split()) or not _content(b.split())
+            or re.search(r"\d", a + b)):
         return None
     return a, b
 
@@ -505,7 +510,7 @@ _QUANTIFIERS = (
     ("a count stated as all", rf"\b(?:only )?{_NUM} (?:of|out of) (?:the |all )?{_NUM} "),
     ("some stated as all", r"\b(?:(?:more|less|fewer) than |nearly |almost |about |approximately |over )?"
                            r"(?:some|many|most|several|few|a few|a (?:small |large |substantial |significant )?"
-                           r"(?:subset|fraction|proportion|minority|majority|number|subgroup|portion) of|one-third of|"
+                           r"(?:subset|fraction|proportion|minority|majority|subgroup|portion) of|one-third of|"
                            r"half of|two-thirds of|a third of|a quarter of)(?: the)? (?=[a-z]+s\b)"),
 )
 
