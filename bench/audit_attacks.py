@@ -7,7 +7,8 @@
 
 1. Attacks: every attack of tests/support/hostile_model.py (a local OpenAI-compatible server whose
    answers are written to fool the audit, through the real SDK, the real deliberation steps and an
-   embedded PostgreSQL), with the controls. A table of attack, class, expected, observed, reason.
+   embedded PostgreSQL), with the controls; issue 35's examples ("meaning") among them. A table of
+   attack, class, expected, observed, reason.
 2. The cost of strictness on the SciFact dev claims, over the full SciFact corpus: each claim asked
    as a question, retrieval as the pipeline does it, then
    - the offline engine's [SOURCED] claims (sentences copied from passages: honest by construction)
@@ -59,7 +60,7 @@ def run_attacks(home: Path) -> list:
     from forum_atlas.config import Settings
     from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
-    from tests.support.hostile_model import ATTACKS, HostileModel, load_corpus, play
+    from tests.support.hostile_model import ATTACKS, MEANING_ATTACKS, HostileModel, load_corpus, play
 
     url = fresh_database(pgserver.embedded_url(home / "pgdata"), ATTACK_DB)
     settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="openai")
@@ -68,7 +69,7 @@ def run_attacks(home: Path) -> list:
     with HostileModel() as model:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = model.base_url, "sk-bench-not-a-secret"
         try:
-            return [play(model, attack, settings) for attack in ATTACKS]
+            return [play(model, attack, settings) for attack in (*ATTACKS, *MEANING_ATTACKS)]
         finally:
             del os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
 
