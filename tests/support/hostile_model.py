@@ -283,9 +283,8 @@ def completion(payload: dict) -> dict:
 
 
 @dataclass
-class HostileModel:
-    """The server's answers for the attack in play (set `attack` before each deliberation)."""
-    attack: Attack | None = None
+class ChatServer:
+    """A local OpenAI-compatible chat endpoint whose every answer is `answer`'s."""
     server: WireServer = field(default_factory=WireServer)
 
     def __enter__(self) -> Self:
@@ -299,6 +298,15 @@ class HostileModel:
     @property
     def base_url(self) -> str:
         return self.server.url + "/v1"
+
+    def answer(self, received: Received) -> Reply:
+        raise NotImplementedError
+
+
+@dataclass
+class HostileModel(ChatServer):
+    """The server's answers for the attack in play (set `attack` before each deliberation)."""
+    attack: Attack | None = None
 
     def answer(self, received: Received) -> Reply:
         system, user = (m["content"] for m in received.body["messages"])
@@ -319,25 +327,11 @@ class HostileModel:
 
 
 @dataclass
-class AbstainingVerifier:
+class AbstainingVerifier(ChatServer):
     """A support verifier (the openai verifier's wire format) that abstains on every item: what the
     audit decides when the verifier cannot tell (issue 35, "abstention is not support")."""
-    server: WireServer = field(default_factory=WireServer)
 
-    def __enter__(self) -> Self:
-        self.server.__enter__()
-        self.server.always(CHAT, self.answer)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.__exit__(*exc)
-
-    @property
-    def base_url(self) -> str:
-        return self.server.url + "/v1"
-
-    @staticmethod
-    def answer(received: Received) -> Reply:
+    def answer(self, received: Received) -> Reply:
         items = json.loads(received.body["messages"][1]["content"])["items"]
         return Reply(200, completion({"verdicts": [{"i": item["i"], "verdict": "abstain"} for item in items]}))
 
