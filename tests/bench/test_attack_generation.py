@@ -152,7 +152,8 @@ EXAMPLES = [
     (faithful_passive, "Insulin reduced glucose levels only when given with food.", []),
     (numbers_rebound, "Participants were aged 57 to 85 (mean 70) at enrolment.",
      ["Participants were aged 57 to 70 (mean 85) at enrolment."]),
-    (numbers_rebound, "Levels were 200 compared with 25.8 in controls.", ["Levels were 25.8 compared with 200 in controls."]),
+    (numbers_rebound, "Levels were 200 compared with 25.8 in controls.",
+     ["Levels were 25.8 compared with 200 in controls."]),
     (numbers_rebound, "Risk fell by 30 (95% CI 12-48) in the treated group.",
      ["Risk fell by 95 (30% CI 12-48) in the treated group."]),
     (numbers_rebound, "Mean heart rate ranged from 193 to 206 beats per minute.", []),   # a range reads both ways
@@ -181,7 +182,8 @@ EXAMPLES = [
      ["All HSCs retained BrdU after four months of chase."]),
     (causal_from_associational, "Smoking was associated with increased risk of stroke in women.",
      ["Smoking increased risk of stroke in women."]),
-    (causal_from_associational, "Obesity was associated with asthma in the cohort.", ["Obesity caused asthma in the cohort."]),
+    (causal_from_associational, "Obesity was associated with asthma in the cohort.",
+     ["Obesity caused asthma in the cohort."]),
     (faithful_deletion, "Cardiovascular disease (CVD) is the leading cause of death worldwide.",
      ["Cardiovascular disease is the leading cause of death worldwide."]),
     (faithful_deletion, "The drug was effective (but not in children) in the trial.", []),
@@ -216,4 +218,5 @@ def test_a_pair_with_a_quote_outside_its_sentence_is_not_a_pair(generated):
     classes = pair_classes([p.sentence])
     assert _accept(classes[ROLES], p)
     assert not _accept(classes[ROLES], replace(p, quote=p.quote + " and more"))
-    assert not _accept(classes[ROLES], Pair(ROLES, "x", False, p.quote, p.quote, p.sentence, Edit("swap", "a", "b"), True))
+    unchanged = Pair(ROLES, "x", False, p.quote, p.quote, p.sentence, Edit("swap", "a", "b"), True)
+    assert not _accept(classes[ROLES], unchanged)
