@@ -45,6 +45,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from unittest.mock import patch
 
 from bench.report import load_line, markdown_table
 
@@ -335,21 +336,18 @@ def run_classes(home: Path, per_class: int, seed: int) -> dict:
     generated_s = time.perf_counter() - started
     settings, evidence, label_of = class_evidence(home, [p for ps in pairs.values() for p in ps])
     results: dict[str, dict] = {}
-    with AbstainingVerifier() as abstaining:
-        os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-secret"
+    # the SDK needs a key; the local verifier ignores it (the caller's own key, if any, is restored after)
+    with AbstainingVerifier() as abstaining, patch.dict(os.environ, {"OPENAI_API_KEY": "sk-bench-not-a-secret"}):
         verifiers = {"rules": settings,
                      "abstains": replace(settings, support_verifier="openai", support_model="abstains-on-everything",
                                          support_base_url=abstaining.base_url)}
-        try:
-            for name, written in pairs.items():
-                row = results[name] = {"pairs": written}
-                for verifier, configured in verifiers.items():
-                    if name == SYNTHESIS:
-                        row[verifier], row["findings_kept"] = audit_synthesis(configured, evidence, label_of, written)
-                    else:
-                        row[verifier] = audit_round(configured, evidence, label_of, written)
-        finally:
-            del os.environ["OPENAI_API_KEY"]
+        for name, written in pairs.items():
+            row = results[name] = {"pairs": written}
+            for verifier, configured in verifiers.items():
+                if name == SYNTHESIS:
+                    row[verifier], row["findings_kept"] = audit_synthesis(configured, evidence, label_of, written)
+                else:
+                    row[verifier] = audit_round(configured, evidence, label_of, written)
     return {"classes": results, "generated_s": generated_s, "seconds": time.perf_counter() - started}
 
 
