@@ -262,26 +262,32 @@ PER_CLASS = 30
 ROLE = "technical"
 
 
-def class_evidence(home: Path, pairs: list) -> tuple[object, object, dict[int, str]]:
-    """A fresh database holding the abstracts the pairs quote (the ingest write path, one chunk per
-    abstract), the round's evidence over them, and each abstract's label."""
+def class_settings(home: Path) -> object:
+    """A fresh database on the bench's embedded server (offline engine, rules verifier)."""
     from bench.corpus_loading import fresh_database
     from forum_atlas.config import Settings
+    from forum_atlas.runtime import pgserver
+
+    url = fresh_database(pgserver.embedded_url(home / "pgdata"), CLASS_DB)
+    return Settings(database_url=url, data_dir=home, embedder="hashed", llm="offline", support_verifier="rules")
+
+
+def class_evidence(settings, pairs: list) -> tuple[object, dict[int, str]]:
+    """The abstracts the pairs quote, written through the ingest write path (one chunk per abstract), the
+    round's evidence over them, and each abstract's label."""
     from forum_atlas.deliberation.audit import RoundEvidence
     from forum_atlas.deliberation.model import Passage
-    from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
     from tests.support.corpus import ingest, record
 
-    url = fresh_database(pgserver.embedded_url(home / "pgdata"), CLASS_DB)
-    settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="offline", support_verifier="rules")
     abstracts = {p.sentence.doc_id: p.sentence for p in pairs}
     with Database.open(settings) as db:
         ingest(db, [record(f"scifact-{doc}", s.abstract, title=s.title, sector="health") for doc, s in abstracts.items()])
         with db.connection() as conn:
             rows = conn.execute("""SELECT c.chunk_id, c.body, d.document_id, d.version, d.title, d.external_id
                                      FROM forum.chunks c JOIN forum.documents d USING (document_id)
-                                    ORDER BY c.chunk_id""").fetchall()
+                                    WHERE d.external_id = ANY (%s) ORDER BY c.chunk_id""",
+                                ([f"scifact-{doc}" for doc in abstracts],)).fetchall()
     passages, label_of = {}, {}
     for n, row in enumerate(rows, 1):
         label = f"S{n}"
@@ -289,7 +295,7 @@ def class_evidence(home: Path, pairs: list) -> tuple[object, object, dict[int, s
                                   document_version=row["version"], title=row["title"], text=row["body"],
                                   source_name="scifact")
         label_of[int(row["external_id"].removeprefix("scifact-"))] = label
-    return settings, RoundEvidence(passages), label_of
+    return RoundEvidence(passages), label_of
 
 
 def _reply(claims: list) -> object:
@@ -328,13 +334,22 @@ def audit_synthesis(settings, evidence, label_of: dict[int, str], pairs: list) -
 
 def run_classes(home: Path, per_class: int, seed: int) -> dict:
     """Every class's pairs audited with the rules verifier and with a verifier that abstains on everything."""
-    from bench.attack_generation import SYNTHESIS, generate, load_sentences
-    from tests.support.hostile_model import AbstainingVerifier
+    from bench.attack_generation import generate, load_sentences
 
     started = time.perf_counter()
     pairs = generate(load_sentences(), per_class, seed)
     generated_s = time.perf_counter() - started
-    settings, evidence, label_of = class_evidence(home, [p for ps in pairs.values() for p in ps])
+    return audit_classes(class_settings(home), pairs) | {"generated_s": generated_s,
+                                                         "seconds": time.perf_counter() - started}
+
+
+def audit_classes(settings, pairs: dict[str, list]) -> dict:
+    """Every class's pairs audited with the configured verifier ("rules") and with a verifier that abstains
+    on everything ("abstains"), on `settings`' database."""
+    from bench.attack_generation import SYNTHESIS
+    from tests.support.hostile_model import AbstainingVerifier
+
+    evidence, label_of = class_evidence(settings, [p for ps in pairs.values() for p in ps])
     results: dict[str, dict] = {}
     # the SDK needs a key; the local verifier ignores it (the caller's own key, if any, is restored after)
     with AbstainingVerifier() as abstaining, patch.dict(os.environ, {"OPENAI_API_KEY": "sk-bench-not-a-secret"}):
@@ -348,7 +363,7 @@ def run_classes(home: Path, per_class: int, seed: int) -> dict:
                     row[verifier], row["findings_kept"] = audit_synthesis(configured, evidence, label_of, written)
                 else:
                     row[verifier] = audit_round(configured, evidence, label_of, written)
-    return {"classes": results, "generated_s": generated_s, "seconds": time.perf_counter() - started}
+    return {"classes": results}
 
 
 def classes_report(r: dict, examples_per_class: int = 1) -> tuple[str, int, int]:
