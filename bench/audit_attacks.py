@@ -282,7 +282,8 @@ def class_evidence(settings, pairs: list) -> tuple[object, dict[int, str]]:
 
     abstracts = {p.sentence.doc_id: p.sentence for p in pairs}
     with Database.open(settings) as db:
-        ingest(db, [record(f"scifact-{doc}", s.abstract, title=s.title, sector="health") for doc, s in abstracts.items()])
+        ingest(db, [record(f"scifact-{doc}", s.abstract, title=s.title, sector="health")
+                    for doc, s in abstracts.items()])
         with db.connection() as conn:
             rows = conn.execute("""SELECT c.chunk_id, c.body, d.document_id, d.version, d.title, d.external_id
                                      FROM forum.chunks c JOIN forum.documents d USING (document_id)
@@ -403,7 +404,8 @@ def classes_report(r: dict, examples_per_class: int = 1) -> tuple[str, int, int]
                 what = f"downgraded ({c.failed}: {c.detail[:120]})" if honest else "kept [SOURCED]"
                 examples.append(f"- {name}, {verifier} verifier, {p.variant}: claim {p.claim[:200]!r} "
                                 f"quoting {p.quote[:200]!r}: {what}")
-    rows.append(["abstain keeps the tag (every attack above)", "attack", totals["n"], "-", totals["abstains"], "0", "-"])
+    rows.append(["abstain keeps the tag (every attack above)", "attack", totals["n"], "-", totals["abstains"], "0",
+                 "-"])
     table = markdown_table(["class", "kind", "pairs", "[SOURCED], rules verifier", "[SOURCED], verifier abstains",
                             "target", "rules verifier: first failed checks"], rows)
     lines = [table, "", f"attack survivors (both verifiers): {survivors}; control verdicts lost: {downgraded}"]
@@ -443,8 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     if "classes" in parts:
         result = run_classes(home, args.per_class, args.seed)
         report, survivors, downgraded = classes_report(result, args.examples)
-        print(f"## Attacks by class, from SciFact sentences (issue 35): --per-class {args.per_class} --seed {args.seed} "
-              f"({result['seconds']:.1f} s, of which generating {result['generated_s']:.1f} s)\n\n{report}\n", flush=True)
+        print(f"## Attacks by class, from SciFact sentences (issue 35): --per-class {args.per_class} "
+              f"--seed {args.seed} ({result['seconds']:.1f} s, of which generating {result['generated_s']:.1f} s)"
+              f"\n\n{report}\n", flush=True)
         failed |= survivors > 0 or downgraded > 0
     if "cost" in parts:
         settings, _ = prepare_database()

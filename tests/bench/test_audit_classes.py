@@ -44,7 +44,8 @@ def test_the_abstaining_verifier_is_asked(settings):
 
 
 def test_every_class_is_audited_with_both_verifiers(settings):
-    result = audit_classes(settings, {WHOLE: [WHOLE_PAIR], ROLES: [ATTACK], SYNTHESIS: [replace(ATTACK, kind=SYNTHESIS)]})
+    pairs = {WHOLE: [WHOLE_PAIR], ROLES: [ATTACK], SYNTHESIS: [replace(ATTACK, kind=SYNTHESIS)]}
+    result = audit_classes(settings, pairs)
     rows = result["classes"]
     assert set(rows) == {WHOLE, ROLES, SYNTHESIS}
     for row in rows.values():
