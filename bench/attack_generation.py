@@ -23,7 +23,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -47,12 +47,12 @@ class Sentence:
         return _HEADER.sub("", self.text, count=1)
 
 
-_HEADER_WORDS = ("BACKGROUND|METHODS?|RESULTS?|RESULT\\(S\\)|CONCLUSIONS?|CONCLUSION\\(S\\)|DESIGN|SETTINGS?|OBJECTIVES?|"
-                 "PURPOSE|INTERPRETATION|FINDINGS|PARTICIPANTS|SUBJECTS|INTERVENTIONS?|MEASUREMENTS|PATIENTS|MAIN|"
-                 "CONTEXT|AIMS?|INTRODUCTION|DISCUSSION|SUMMARY|IMPORTANCE|EXPOSURES?|OUTCOMES?|MATERIALS|REVIEW|"
-                 "DATA|SOURCES|SELECTION|RATIONALE|SIGNIFICANCE|LIMITATIONS|TRIAL|REGISTRATION|STUDY|EVIDENCE|"
-                 "SYNTHESIS|ABSTRACT|MEASURES|ANALYSIS|EXTRACTION|ELIGIBILITY|CRITERIA|OBSERVATIONS|APPROACH|"
-                 "PRINCIPAL|POPULATION|AND|OF|TO|OR")
+_HEADER_WORDS = "|".join(r"""
+    BACKGROUND METHODS? RESULTS? RESULT\(S\) CONCLUSIONS? CONCLUSION\(S\) DESIGN SETTINGS? OBJECTIVES? PURPOSE
+    INTERPRETATION FINDINGS PARTICIPANTS SUBJECTS INTERVENTIONS? MEASUREMENTS PATIENTS MAIN CONTEXT AIMS? INTRODUCTION
+    DISCUSSION SUMMARY IMPORTANCE EXPOSURES? OUTCOMES? MATERIALS REVIEW DATA SOURCES SELECTION RATIONALE SIGNIFICANCE
+    LIMITATIONS TRIAL REGISTRATION STUDY EVIDENCE SYNTHESIS ABSTRACT MEASURES ANALYSIS EXTRACTION ELIGIBILITY CRITERIA
+    OBSERVATIONS APPROACH PRINCIPAL POPULATION AND OF TO OR""".split())
 _HEADER = re.compile(rf"^(?:(?:{_HEADER_WORDS})[,:]?\s+)+(?=\S)|^[A-Z][a-z]+(?: [a-z]+){{0,2}}:\s+")
 
 
@@ -189,7 +189,8 @@ _PREPOSITIONS = {"in", "among", "for", "with", "at", "of", "on", "from", "during
 # Words that make a phrase a clause (a reporting verb, a participle): not a subject or an object.
 _VERBISH = re.compile(r"^(?:[a-z]+ed|shows?|demonstrates?|finds?|found|reports?|results?|exhibits?|suggests?|"
                       r"indicates?|reveals?|includes?|similar|remains?|exists?|appears?|seems?|occurs?|"
-                      r"represents?|provides?|involves?|contains?|leads?|plays?|acts?)$")
+                      r"represents?|provides?|involves?|contains?|leads?|plays?|acts?|rose|fell|grew|went|became|"
+                      r"began|made|took|gave|led|remained)$")
 _NEGATIONS = ("not", "no", "never", "neither", "nor", "without", "none", "cannot")
 
 
@@ -239,6 +240,9 @@ def roles_swapped(s: Sentence) -> Iterator[Candidate]:
 
 
 _NUM = r"(?<![\w.\-+/])\d+(?:\.\d+)?(?![\w]|\.\d)"
+_CHANGE = ("increased|decreased|rose|fell|declined|dropped|improved|changed|reduced|grew|shifted|doubled|tripled|"
+           "halved|went|increasing|decreasing|rising|falling|declining|increase|decrease|reduction|improvement|"
+           "change|rise|fall|decline|drop|shift|lowered|raised|elevated")
 _RANGE = re.compile(r"(?<![\w.\-+/])(\d+(?:\.\d+)?) ?(?:to|-|–) ?(\d+(?:\.\d+)?)(?![\w]|\.\d)")
 
 
@@ -254,7 +258,8 @@ def numbers_rebound(s: Sentence) -> Iterator[Candidate]:
     if not any(c.isdigit() for c in t):
         return
     mean = re.search(rf"\b(?:mean|median|average)(?: age)?(?: of| =|,|:)? ({_NUM})(?! ?(?:to|-|–) ?\d)", t)
-    spans = [r for r in _RANGE.finditer(t) if mean and mean.start(1) not in (r.start(1), r.start(2))]
+    spans = [r for r in _RANGE.finditer(t)
+             if mean and mean.start(1) not in (r.start(1), r.start(2)) and abs(r.start() - mean.start()) < 60]
     if mean and spans:
         span = min(spans, key=lambda r: abs(r.start() - mean.start()))   # the range next to the mean
         end = 2 if float(span[2]) != float(mean[1]) else 1
@@ -264,7 +269,8 @@ def numbers_rebound(s: Sentence) -> Iterator[Candidate]:
     if vs:
         yield ("the sides of a comparison exchanged", _swap_spans(t, vs.span(1), vs.span(3)), t,
                Edit("swap", vs[1], vs[3]), True)
-    ranged = re.search(rf"\bfrom ({_NUM})(\s?%|\s[a-zA-Zμ/]+)? to ({_NUM})", t)
+    # a change from A to B (not a range or a period, which read the same both ways)
+    ranged = re.search(rf"\b(?:{_CHANGE}) (?:[\w\-]+ ){{0,6}}?from ({_NUM})(\s?%|\s[a-zA-Zμ/]+)? to ({_NUM})", t)
     if ranged:
         yield ("a change's ends reversed", _swap_spans(t, ranged.span(1), ranged.span(3)), t,
                Edit("swap", ranged[1], ranged[3]), True)
@@ -301,7 +307,8 @@ def units_changed(s: Sentence) -> Iterator[Candidate]:
             unit = m[2]
             other = next(u for u in group if u in kinds and u != unit)
             claim = t[:m.start(2)] + other + t[m.end(2):]
-            yield "another unit of the sentence", claim, s.body, Edit("replace", f"{m[1]} {unit}", f"{m[1]} {other}"), True
+            edit = Edit("replace", f"{m[1]} {unit}", f"{m[1]} {other}")
+            yield "another unit of the sentence", claim, s.body, edit, True
             break
 
 
@@ -322,14 +329,14 @@ def _np_after(tokens: list[str], start: int, limit: int = 5) -> int:
     return end
 
 
-_COMPARATIVES = {"rather", "less", "more", "greater", "fewer", "higher", "lower", "larger", "smaller", "better", "worse",
-                 "other", "earlier", "later", "longer", "shorter"}
+_COMPARATIVES = {"rather", "less", "more", "greater", "fewer", "higher", "lower", "larger", "smaller", "better",
+                 "worse", "other", "earlier", "later", "longer", "shorter"}
 _DIRECTIONS = (("higher", "lower"), ("increased", "decreased"), ("more", "less"), ("greater", "smaller"),
                ("highest", "lowest"), ("most", "least"), ("best", "worst"), ("larger", "smaller"),
                ("increase", "decrease"), ("up-regulated", "down-regulated"), ("upregulated", "downregulated"),
                ("positive", "negative"), ("positively", "negatively"), ("stronger", "weaker"), ("earlier", "later"))
-_DIRECTION_SPLIT = re.compile(r"((?<![\w-])(?:%s)(?![\w-]))" % "|".join(re.escape(w) for pair in _DIRECTIONS for w in pair),
-                              flags=re.I)
+_DIRECTION_SPLIT = re.compile(
+    r"((?<![\w-])(?:%s)(?![\w-]))" % "|".join(re.escape(w) for pair in _DIRECTIONS for w in pair), flags=re.I)
 
 
 def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
@@ -345,7 +352,8 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
             if after < len(tokens) and tokens[after].casefold() in _PREPOSITIONS:
                 after += 1
             # the left side: the phrase after the nearest preposition within five words
-            left = next((j + 1 for j in range(i - 1, max(i - 6, -1), -1) if tokens[j].casefold() in _PREPOSITIONS), None)
+            left = next((j + 1 for j in range(i - 1, max(i - 6, -1), -1)
+                         if tokens[j].casefold() in _PREPOSITIONS), None)
             if left is None or left >= i:
                 continue
             left_end = _np_after(tokens, left, i - left)
@@ -354,7 +362,8 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
                 continue
             a, b = " ".join(tokens[left:left_end]).rstrip(","), " ".join(tokens[after:right_end]).rstrip(",.;:)")
             if (not a or not b or set(words(a)) == set(words(b)) or re.search(r"\d", a + b)
-                    or set(words(a)) & _COMPARATIVES or tokens[i - 1].casefold() == "rather"):
+                    or set(words(a)) & _COMPARATIVES or tokens[i - 1].casefold() == "rather"
+                    or {a.casefold(), b.casefold()} & (_ANAPHORIC | {"those", "that", "one", "ones"})):
                 continue
             a_span = (t.index(a, len(" ".join(tokens[:left]))), 0)
             a_span = (a_span[0], a_span[0] + len(a))
@@ -370,7 +379,9 @@ def comparison_reversed(s: Sentence) -> Iterator[Candidate]:
                Edit("swap", a, b), True)
     present = {w.casefold() for w in _DIRECTION_SPLIT.findall(t)}
     for up, down in _DIRECTIONS:
-        coordinated = re.search(rf"\b(?:{up}|{down})\W+(?:and|or|nor|to|/)\W+(?:{up}|{down})\b", t, flags=re.I)
+        # "positive and negative", "both X positive and X negative": a symmetric pair, not a direction
+        coordinated = re.search(rf"\b(?:{up}|{down})\W+(?:and|or|nor|to|/)\W+(?:[\w\-]+\W+){{0,3}}(?:{up}|{down})\b",
+                                t, flags=re.I)
         if up in present and down in present and not coordinated:
             claim = "".join(down if part.casefold() == up else up if part.casefold() == down else part
                             for part in _DIRECTION_SPLIT.split(t))
@@ -400,7 +411,8 @@ def _followed_by(t: str) -> tuple[str, str] | None:
                 and re.fullmatch(r"[\w\-]+", toks[-1]):
             kept.insert(0, toks.pop())
         a = " ".join(kept)
-    if not a or not b or set(words(a)) == set(words(b)) or not _content(a.split()) or not _content(b.split()):
+    if (not a or not b or set(words(a)) == set(words(b)) or not _content(a.split()) or not _content(b.split())
+            or re.search(r"\d", a + b)):
         return None
     return a, b
 
@@ -409,17 +421,30 @@ _CLAUSE_BREAK = re.compile(r", (?:whereas|while|but) |; (?:however, |in contrast
 
 
 def _split_clause(text: str) -> tuple[str, str] | None:
-    """(subject, predicate) at the first verb: an auxiliary, a listed verb, or an -ed participle."""
+    """(subject, predicate) at the first verb: an auxiliary, a listed verb, or an -ed word that does not
+    modify the noun after it ("specialized domains" is no verb; "were obtained in" and "increased by" are)."""
     toks = text.split()
     for i, tok in enumerate(toks):
         low = tok.casefold().rstrip(",")
-        if i and (low in _AUX or re.fullmatch(_TRANSITIVE, low) or (low.endswith("ed") and len(low) > 4)):
+        following = toks[i + 1].casefold() if i + 1 < len(toks) else ""
+        participle = low.endswith("ed") and len(low) > 4 and low not in _NON_FINITE and (
+            not following or following in _PREPOSITIONS | _CLAUSE_WORDS | _ORDINALS or following[0].isdigit()
+            or following.endswith(("ly", "ed")))
+        if i and (low in _AUX or re.fullmatch(_TRANSITIVE, low) or participle):
             subject, predicate = " ".join(toks[:i]), " ".join(toks[i:])
             if (1 <= i <= 8 and _content(toks[:i]) and not re.search(r"[,;:()]", subject) and len(toks) - i >= 2
-                    and not any(_VERBISH.match(w) for w in toks[1:i])):
+                    and not any(_VERBISH.match(w) for w in toks[:i])):
                 return subject, predicate
             return None
     return None
+
+
+_ORDINALS = {"the", "a", "an", "first", "second", "third", "last", "highest", "lowest", "unchanged", "significantly"}
+_NON_FINITE = {"compared", "based", "adjusted", "matched", "stratified", "related", "associated", "used", "treated",
+               "exposed", "given", "followed"}
+# Subjects that point back to the other clause ("expression", "it"): a splice onto them says the same thing.
+_ANAPHORIC = {"expression", "levels", "activity", "it", "they", "this", "these", "its", "their", "little", "none",
+              "nothing", "much", "both", "neither", "each", "the", "other", "others"}
 
 
 def clauses_spliced(s: Sentence) -> Iterator[Candidate]:
@@ -428,11 +453,13 @@ def clauses_spliced(s: Sentence) -> Iterator[Candidate]:
     if len(parts) != 2 or any(part.count("(") != part.count(")") for part in parts):
         return
     first, second = _split_clause(parts[0]), _split_clause(parts[1])
-    if not first or not second or first[0].split()[0].casefold() in _INTRO or second[0].split()[0].casefold() in _INTRO:
+    if not first or not second or first[0].split()[0].casefold() in _INTRO \
+            or second[0].split()[0].casefold() in _INTRO | _ANAPHORIC:
         return
     (s1, p1), (s2, p2) = first, second
-    if set(words(s1)) == set(words(s2)) or set(words(p1)) == set(words(p2)):
-        return
+    w1, w2 = set(words(s1)), set(words(s2))
+    if w1 <= w2 or w2 <= w1 or set(words(p1)) == set(words(p2)):
+        return   # the same subject, or one names a part of the other ("Nanog" / "Nanog expression")
     claim = _sentence(f"{s1} {p2}")
     if claim.rstrip(".").casefold() not in s.body.casefold():
         yield "subject of one clause, result of the other", claim, s.body, Edit("splice", s1, p2), True
@@ -443,12 +470,13 @@ _FRAMES = (
      r"\b(?:we |they |it was |it is |it has been |others have )?(?:hypothesi[sz]ed?|proposed?|postulated?|speculated?|"
      r"reasoned|predicted|assumed|posited|conjectured) that "),
     ("hypothesis stated as a finding", r"\bthe (?:hypothesis|notion|idea|view|possibility|concept|premise) that "),
-    ("suggestion stated as a finding", r"\b(?:suggest|suggests|suggested|suggesting|raise the possibility|imply|implies|"
-                                       r"implied) that "),
+    ("suggestion stated as a finding",
+     r"\b(?:suggest|suggests|suggested|suggesting|raise the possibility|imply|implies|implied) that "),
     ("aim stated as a finding", r"\b(?:aim|aims|aimed|objective|purpose|goal)\b[^.]*? (?:whether|if) "),
     ("question stated as a finding", r"\b(?:investigated|examined|tested|asked|determined|assessed|explored|evaluated|"
                                      r"studied|addressed) whether "),
-    ("possibility stated as a finding", r"\bit is (?:possible|likely|plausible|conceivable|tempting to speculate) that "),
+    ("possibility stated as a finding",
+     r"\bit is (?:possible|likely|plausible|conceivable|tempting to speculate) that "),
 )
 _ATTRIBUTED = re.compile(
     r"^(?P<x>[A-Z][^,;]{2,80}?) (?:has|have|had|is|are|was|were) (?:been )?(?:widely |previously |also |generally )?"
@@ -485,7 +513,7 @@ _QUANTIFIERS = (
     ("a count stated as all", rf"\b(?:only )?{_NUM} (?:of|out of) (?:the |all )?{_NUM} "),
     ("some stated as all", r"\b(?:(?:more|less|fewer) than |nearly |almost |about |approximately |over )?"
                            r"(?:some|many|most|several|few|a few|a (?:small |large |substantial |significant )?"
-                           r"(?:subset|fraction|proportion|minority|majority|number|subgroup|portion) of|one-third of|"
+                           r"(?:subset|fraction|proportion|minority|majority|subgroup|portion) of|one-third of|"
                            r"half of|two-thirds of|a third of|a quarter of)(?: the)? (?=[a-z]+s\b)"),
 )
 
@@ -496,8 +524,9 @@ def quantifier_changed(s: Sentence) -> Iterator[Candidate]:
     t = s.body
     for variant, pattern in _QUANTIFIERS:
         m = re.search(pattern, t, flags=re.I)
-        if not m or (variant.startswith("some") and re.search(r"\bthe (?:most|many)\b|\bmost \w+ly\b", t[max(0, m.start() - 4):m.end()])):
-            continue
+        if not m or (variant.startswith("some")
+                     and re.search(r"\bthe (?:most|many)\b|\bmost \w+ly\b", t[max(0, m.start() - 4):m.end()])):
+            continue   # "the most", "most strongly": a superlative, not a quantifier
         if m.start() > 0 and t[m.start() - 1] == "(":
             continue
         kept = t[:m.start()] + t[m.end():]
@@ -522,7 +551,8 @@ def polarity_inverted(s: Sentence, vocabulary: Counter | None = None) -> Iterato
     m = re.search(r"\b[Nn]on-([a-zA-Z][\w-]*)", t)
     if m:
         yield "non-X read as X", _cap(t[:m.start()] + m[1] + t[m.end():]), t, Edit("replace", m[0], m[1]), True
-    m = re.search(r"(?P<a>\b[\w\-]+) (?:rather than|instead of) (?P<b>[\w\-]+(?: [\w\-]+){0,2}?)(?=[,.;)]|$| (?:in|on|at|by)\b)", t)
+    m = re.search(r"(?P<a>\b[\w\-]+) (?:rather than|instead of) (?P<b>[\w\-]+(?: [\w\-]+){0,2}?)"
+                  r"(?=[,.;)]|$| (?:in|on|at|by)\b)", t)
     if m and set(words(m["a"])) != set(words(m["b"])) and m["a"].casefold() not in _STOP_NP:
         yield ("'rather than X' read as X", t[:m.start()] + m["b"] + t[m.end():], t,
                Edit("drop", t[m.start("a"):m.start("b")].strip()), True)
@@ -530,7 +560,8 @@ def polarity_inverted(s: Sentence, vocabulary: Counter | None = None) -> Iterato
     if m and not re.search(r"\b(?:with|and|or) (?:or |and )?without\b", t):
         for instead in ("with", "and"):
             if instead in tw:
-                yield f"'without' read as '{instead}'", t[:m.start()] + instead + t[m.end():], t, Edit("replace", "without", instead), True
+                yield (f"'without' read as '{instead}'", t[:m.start()] + instead + t[m.end():], t,
+                       Edit("replace", "without", instead), True)
                 break
     m = re.search(r"\b(?:failed|fails|fail|was unable|were unable) to ", t)
     if m:
@@ -549,7 +580,8 @@ def polarity_inverted(s: Sentence, vocabulary: Counter | None = None) -> Iterato
     negs = [m for m in re.finditer(r"\b(?:not|no|never|neither|nor)\b ?", t)]
     if len(negs) == 2:
         claim = t[:negs[0].start()] + t[negs[0].end():negs[1].start()] + t[negs[1].end():]
-        yield "two negations dropped (parity kept)", claim, t, Edit("drop", f"{negs[0][0].strip()} … {negs[1][0].strip()}"), True
+        both = f"{negs[0][0].strip()} … {negs[1][0].strip()}"
+        yield "two negations dropped (parity kept)", claim, t, Edit("drop", both), True
     if vocabulary is not None:
         for m in re.finditer(r"\b(un|non|dis|in|im|ir|il)([a-z]{5,})\b", t):
             bare = m[2]
@@ -594,7 +626,8 @@ def causal_from_associational(s: Sentence) -> Iterator[Candidate]:
     first = y.split()[0].casefold()
     link = s.body[m.end("x"):m.start("y")].strip()
     if first in _DIRECTED:
-        yield "associated with a change read as causing it", _sentence(f"{m['x']} {y}"), s.body, Edit("drop", link), True
+        yield ("associated with a change read as causing it", _sentence(f"{m['x']} {y}"), s.body,
+               Edit("drop", link), True)
         return
     verb = next((c for c in _CAUSAL_IN_SENTENCE if _has(s.body, c)), None)
     yield ("association read as cause", _sentence(f"{m['x']} {verb or 'caused'} {y}"), s.body,
@@ -611,11 +644,12 @@ def whole_sentence(s: Sentence) -> Iterator[Candidate]:
 
 _RISKY = set(_NEGATIONS) | {"than", "compared", "versus", "vs", "except", "unless", "only", "but", "however",
                             "whereas", "may", "might", "could", "suggest", "suggests", "hypothesis", "respectively"}
-_HEDGE = re.compile(r"\b(?:suggest|suggests|suggested|suggesting|may|might|could|likely|possible|possibly|hypothesi[sz]ed?|"
-                    r"propose|proposed|appears?|seems?|presumably|probably|perhaps)\b", flags=re.I)
-_DISCOURSE = re.compile(r"^(?:Together|Taken together|Collectively|Thus|Therefore|Hence|In conclusion|In summary|Overall|"
-                        r"Finally|Furthermore|Moreover|In addition|Additionally|Importantly|Consequently|Altogether|"
-                        r"In sum|Accordingly|Interestingly|Notably|Conversely|In contrast|Similarly|Indeed|However),\s+")
+_HEDGE = re.compile(r"\b(?:suggest|suggests|suggested|suggesting|may|might|could|likely|possible|possibly|"
+                    r"hypothesi[sz]ed?|propose|proposed|appears?|seems?|presumably|probably|perhaps)\b", flags=re.I)
+_DISCOURSE = re.compile(r"^(?:Together|Taken together|Collectively|Thus|Therefore|Hence|In conclusion|In summary|"
+                        r"Overall|Finally|Furthermore|Moreover|In addition|Additionally|Importantly|Consequently|"
+                        r"Altogether|In sum|Accordingly|Interestingly|Notably|Conversely|In contrast|Similarly|Indeed|"
+                        r"However),\s+")
 
 
 def _parenthetical(text: str) -> re.Match | None:
@@ -630,7 +664,8 @@ def faithful_deletion(s: Sentence) -> Iterator[Candidate]:
     """A bracketed aside deleted; nothing else changes."""
     m = _parenthetical(s.body)
     if m:
-        yield "a bracketed aside deleted", _tidy(s.body[:m.start()] + s.body[m.end():]), s.body, Edit("drop", m.group(0).strip()), True
+        yield ("a bracketed aside deleted", _tidy(s.body[:m.start()] + s.body[m.end():]), s.body,
+               Edit("drop", m.group(0).strip()), True)
 
 
 def kept_hedge(s: Sentence) -> Iterator[Candidate]:
@@ -664,7 +699,7 @@ def reordered_coordination(s: Sentence) -> Iterator[Candidate]:
     t = s.body
     if re.search(r"\b(?:respectively|followed|then|before|after|first|second|than|from|between)\b", t, flags=re.I):
         return
-    for m in re.finditer(r"\b(?P<p>in|of|for|on|with|among|the|both) (?P<a>[a-z]{3,}) and (?P<b>[a-z]{3,})(?=[,.;)]| (?:in|of|were|are|was|is|to|with|from|at|on)\b)", t):
+    for m in _COORDINATED.finditer(t):
         a, b = m["a"], m["b"]
         if (a == b or {a, b} & (_FUNCTION | _LATIN | _ORDERED) or a.endswith(("ly", "ed")) or b.endswith(("ly", "ed"))):
             continue
@@ -673,6 +708,8 @@ def reordered_coordination(s: Sentence) -> Iterator[Candidate]:
         return
 
 
+_COORDINATED = re.compile(r"\b(?P<p>in|of|for|on|with|among|the|both) (?P<a>[a-z]{3,}) and (?P<b>[a-z]{3,})"
+                          r"(?=[,.;)]| (?:in|of|were|are|was|is|to|with|from|at|on)\b)")
 _IRREGULAR = {"drove", "drives", "bound", "bind", "binds", "required", "requires"}
 
 
@@ -725,12 +762,11 @@ class PairClass:
     name: str
     honest: bool
     rewrite: Callable[[Sentence], Iterator[Candidate]]
-    # the issue's class: the claim may use only the quote's words (checked per pair where the variant claims it)
-    sources: tuple[str, ...] = field(default=())     # for a derived class: the classes it re-uses
 
 
 ROLES, NUMBERS, UNITS, COMPARISON = "roles swapped", "numbers re-bound", "units changed", "comparison reversed"
-SPLICED, MODALITY, QUANTIFIER, POLARITY = "clauses spliced", "modality dropped", "quantifier changed", "polarity inverted"
+SPLICED, MODALITY = "clauses spliced", "modality dropped"
+QUANTIFIER, POLARITY = "quantifier changed", "polarity inverted"
 CAUSAL, SYNTHESIS = "causal from associational", "synthesis re-wording"
 WHOLE, DELETION, HEDGE, COORDINATION, PASSIVE = ("whole sentence", "faithful deletion", "kept hedge",
                                                  "reordered coordination", "faithful passive")
@@ -798,7 +834,8 @@ def faithful(pair: Pair) -> bool:
         rest = iter(words(quote))
         in_order = all(w in rest for w in kept)   # a subsequence of the sentence's words
         hedged = pair.kind != HEDGE or _HEDGE.search(claim) is not None
-        return in_order and hedged and not (set(removed) & _RISKY) and Counter(words(quote)) - Counter(kept) == Counter(removed)
+        exact = Counter(words(quote)) - Counter(kept) == Counter(removed)   # the aside and nothing else removed
+        return in_order and hedged and exact and not (set(removed) & _RISKY)
     if pair.kind == COORDINATION:
         return Counter(words(claim)) == Counter(words(quote)) and _has(claim, f"{e.b} and {e.a}")
     if pair.kind == PASSIVE:
@@ -883,8 +920,7 @@ def _synthesis(classes: dict[str, PairClass], order: list[Sentence], used: dict[
             found = [p for p in _candidates(classes[name], s) if p.subset]
             if found:
                 pair = found[0]
-                by_variant.setdefault(name, []).append(
-                    Pair(SYNTHESIS, f"{name}: {pair.variant}", False, pair.claim, pair.quote, s, pair.edit, pair.subset))
+                by_variant.setdefault(name, []).append(replace(pair, kind=SYNTHESIS, variant=f"{name}: {pair.variant}"))
                 taken.add(s.doc_id)
                 break
         if min((len(by_variant.get(n, ())) for n in SYNTHESIS_SOURCES)) * len(SYNTHESIS_SOURCES) >= per_class:

@@ -7,7 +7,8 @@
 
 1. Attacks: every attack of tests/support/hostile_model.py (a local OpenAI-compatible server whose
    answers are written to fool the audit, through the real SDK, the real deliberation steps and an
-   embedded PostgreSQL), with the controls. A table of attack, class, expected, observed, reason.
+   embedded PostgreSQL), with the controls; issue 35's examples ("meaning") among them. A table of
+   attack, class, expected, observed, reason.
 2. The cost of strictness on the SciFact dev claims, over the full SciFact corpus: each claim asked
    as a question, retrieval as the pipeline does it, then
    - the offline engine's [SOURCED] claims (sentences copied from passages: honest by construction)
@@ -44,6 +45,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from unittest.mock import patch
 
 from bench.report import load_line, markdown_table
 
@@ -59,7 +61,7 @@ def run_attacks(home: Path) -> list:
     from forum_atlas.config import Settings
     from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
-    from tests.support.hostile_model import ATTACKS, HostileModel, load_corpus, play
+    from tests.support.hostile_model import ATTACKS, MEANING_ATTACKS, HostileModel, load_corpus, play
 
     url = fresh_database(pgserver.embedded_url(home / "pgdata"), ATTACK_DB)
     settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="openai")
@@ -68,7 +70,7 @@ def run_attacks(home: Path) -> list:
     with HostileModel() as model:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = model.base_url, "sk-bench-not-a-secret"
         try:
-            return [play(model, attack, settings) for attack in ATTACKS]
+            return [play(model, attack, settings) for attack in (*ATTACKS, *MEANING_ATTACKS)]
         finally:
             del os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
 
@@ -260,26 +262,33 @@ PER_CLASS = 30
 ROLE = "technical"
 
 
-def class_evidence(home: Path, pairs: list) -> tuple[object, object, dict[int, str]]:
-    """A fresh database holding the abstracts the pairs quote (the ingest write path, one chunk per
-    abstract), the round's evidence over them, and each abstract's label."""
+def class_settings(home: Path) -> object:
+    """A fresh database on the bench's embedded server (offline engine, rules verifier)."""
     from bench.corpus_loading import fresh_database
     from forum_atlas.config import Settings
+    from forum_atlas.runtime import pgserver
+
+    url = fresh_database(pgserver.embedded_url(home / "pgdata"), CLASS_DB)
+    return Settings(database_url=url, data_dir=home, embedder="hashed", llm="offline", support_verifier="rules")
+
+
+def class_evidence(settings, pairs: list) -> tuple[object, dict[int, str]]:
+    """The abstracts the pairs quote, written through the ingest write path (one chunk per abstract), the
+    round's evidence over them, and each abstract's label."""
     from forum_atlas.deliberation.audit import RoundEvidence
     from forum_atlas.deliberation.model import Passage
-    from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
     from tests.support.corpus import ingest, record
 
-    url = fresh_database(pgserver.embedded_url(home / "pgdata"), CLASS_DB)
-    settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="offline", support_verifier="rules")
     abstracts = {p.sentence.doc_id: p.sentence for p in pairs}
     with Database.open(settings) as db:
-        ingest(db, [record(f"scifact-{doc}", s.abstract, title=s.title, sector="health") for doc, s in abstracts.items()])
+        ingest(db, [record(f"scifact-{doc}", s.abstract, title=s.title, sector="health")
+                    for doc, s in abstracts.items()])
         with db.connection() as conn:
             rows = conn.execute("""SELECT c.chunk_id, c.body, d.document_id, d.version, d.title, d.external_id
                                      FROM forum.chunks c JOIN forum.documents d USING (document_id)
-                                    ORDER BY c.chunk_id""").fetchall()
+                                    WHERE d.external_id = ANY (%s) ORDER BY c.chunk_id""",
+                                ([f"scifact-{doc}" for doc in abstracts],)).fetchall()
     passages, label_of = {}, {}
     for n, row in enumerate(rows, 1):
         label = f"S{n}"
@@ -287,7 +296,7 @@ def class_evidence(home: Path, pairs: list) -> tuple[object, object, dict[int, s
                                   document_version=row["version"], title=row["title"], text=row["body"],
                                   source_name="scifact")
         label_of[int(row["external_id"].removeprefix("scifact-"))] = label
-    return settings, RoundEvidence(passages), label_of
+    return RoundEvidence(passages), label_of
 
 
 def _reply(claims: list) -> object:
@@ -326,30 +335,36 @@ def audit_synthesis(settings, evidence, label_of: dict[int, str], pairs: list) -
 
 def run_classes(home: Path, per_class: int, seed: int) -> dict:
     """Every class's pairs audited with the rules verifier and with a verifier that abstains on everything."""
-    from bench.attack_generation import SYNTHESIS, generate, load_sentences
-    from tests.support.hostile_model import AbstainingVerifier
+    from bench.attack_generation import generate, load_sentences
 
     started = time.perf_counter()
     pairs = generate(load_sentences(), per_class, seed)
     generated_s = time.perf_counter() - started
-    settings, evidence, label_of = class_evidence(home, [p for ps in pairs.values() for p in ps])
+    return audit_classes(class_settings(home), pairs) | {"generated_s": generated_s,
+                                                         "seconds": time.perf_counter() - started}
+
+
+def audit_classes(settings, pairs: dict[str, list]) -> dict:
+    """Every class's pairs audited with the configured verifier ("rules") and with a verifier that abstains
+    on everything ("abstains"), on `settings`' database."""
+    from bench.attack_generation import SYNTHESIS
+    from tests.support.hostile_model import AbstainingVerifier
+
+    evidence, label_of = class_evidence(settings, [p for ps in pairs.values() for p in ps])
     results: dict[str, dict] = {}
-    with AbstainingVerifier() as abstaining:
-        os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-secret"
+    # the SDK needs a key; the local verifier ignores it (the caller's own key, if any, is restored after)
+    with AbstainingVerifier() as abstaining, patch.dict(os.environ, {"OPENAI_API_KEY": "sk-bench-not-a-secret"}):
         verifiers = {"rules": settings,
                      "abstains": replace(settings, support_verifier="openai", support_model="abstains-on-everything",
                                          support_base_url=abstaining.base_url)}
-        try:
-            for name, written in pairs.items():
-                row = results[name] = {"pairs": written}
-                for verifier, configured in verifiers.items():
-                    if name == SYNTHESIS:
-                        row[verifier], row["findings_kept"] = audit_synthesis(configured, evidence, label_of, written)
-                    else:
-                        row[verifier] = audit_round(configured, evidence, label_of, written)
-        finally:
-            del os.environ["OPENAI_API_KEY"]
-    return {"classes": results, "generated_s": generated_s, "seconds": time.perf_counter() - started}
+        for name, written in pairs.items():
+            row = results[name] = {"pairs": written}
+            for verifier, configured in verifiers.items():
+                if name == SYNTHESIS:
+                    row[verifier], row["findings_kept"] = audit_synthesis(configured, evidence, label_of, written)
+                else:
+                    row[verifier] = audit_round(configured, evidence, label_of, written)
+    return {"classes": results}
 
 
 def classes_report(r: dict, examples_per_class: int = 1) -> tuple[str, int, int]:
@@ -389,7 +404,8 @@ def classes_report(r: dict, examples_per_class: int = 1) -> tuple[str, int, int]
                 what = f"downgraded ({c.failed}: {c.detail[:120]})" if honest else "kept [SOURCED]"
                 examples.append(f"- {name}, {verifier} verifier, {p.variant}: claim {p.claim[:200]!r} "
                                 f"quoting {p.quote[:200]!r}: {what}")
-    rows.append(["abstain keeps the tag (every attack above)", "attack", totals["n"], "-", totals["abstains"], "0", "-"])
+    rows.append(["abstain keeps the tag (every attack above)", "attack", totals["n"], "-", totals["abstains"], "0",
+                 "-"])
     table = markdown_table(["class", "kind", "pairs", "[SOURCED], rules verifier", "[SOURCED], verifier abstains",
                             "target", "rules verifier: first failed checks"], rows)
     lines = [table, "", f"attack survivors (both verifiers): {survivors}; control verdicts lost: {downgraded}"]
@@ -429,8 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     if "classes" in parts:
         result = run_classes(home, args.per_class, args.seed)
         report, survivors, downgraded = classes_report(result, args.examples)
-        print(f"## Attacks by class, from SciFact sentences (issue 35): --per-class {args.per_class} --seed {args.seed} "
-              f"({result['seconds']:.1f} s, of which generating {result['generated_s']:.1f} s)\n\n{report}\n", flush=True)
+        print(f"## Attacks by class, from SciFact sentences (issue 35): --per-class {args.per_class} "
+              f"--seed {args.seed} ({result['seconds']:.1f} s, of which generating {result['generated_s']:.1f} s)"
+              f"\n\n{report}\n", flush=True)
         failed |= survivors > 0 or downgraded > 0
     if "cost" in parts:
         settings, _ = prepare_database()

@@ -141,60 +141,63 @@ def test_the_same_seed_gives_the_same_pairs_and_another_seed_others(sentences):
 
 # ---------------------------------------------------------------- the issue's examples
 
+EXAMPLES = [
+    (roles_swapped, "Cold acclimation markedly reduced plasma levels of adiponectin.",
+     ["Plasma levels of adiponectin markedly reduced cold acclimation."]),
+    (roles_swapped, "We found that insulin reduced glucose levels in mice.",
+     ["We found that glucose levels reduced insulin in mice."]),
+    (roles_swapped, "We hypothesized that insulin reduced glucose levels in mice.", []),
+    (faithful_passive, "Cold acclimation markedly reduced plasma levels of adiponectin.",
+     ["Plasma levels of adiponectin were markedly reduced by cold acclimation."]),
+    (faithful_passive, "Insulin reduced glucose levels only when given with food.", []),
+    (numbers_rebound, "Participants were aged 57 to 85 (mean 70) at enrolment.",
+     ["Participants were aged 57 to 70 (mean 85) at enrolment."]),
+    (numbers_rebound, "Levels were 200 compared with 25.8 in controls.",
+     ["Levels were 25.8 compared with 200 in controls."]),
+    (numbers_rebound, "Risk fell by 30 (95% CI 12-48) in the treated group.",
+     ["Risk fell by 95 (30% CI 12-48) in the treated group."]),
+    (numbers_rebound, "Mean heart rate ranged from 193 to 206 beats per minute.", []),   # a range reads both ways
+    (units_changed, "The pores were 2.5 μm wide in the treated membranes.",
+     ["The pores were 2.5 m wide in the treated membranes."]),
+    (units_changed, "Patients were followed for 15 years, with visits every 6 months.",
+     ["Patients were followed for 15 months, with visits every 6 months."]),
+    (comparison_reversed, "Graft patency was higher in non-smokers than in smokers at one year.",
+     ["Graft patency was higher in smokers than in non-smokers at one year."]),
+    (comparison_reversed, "Among the risk factors, fibrinogen levels ranked first, followed by smoking markers.",
+     ["Among the risk factors, smoking markers ranked first, followed by fibrinogen levels."]),
+    (comparison_reversed, "Mortality was highest in men and lowest in women over the period.",
+     ["Mortality was lowest in men and highest in women over the period."]),
+    (comparison_reversed, "The therapy helps both PD-L1 positive and PD-L1 negative patients.", []),
+    (clauses_spliced, "Serum leptin increased after the diet, whereas insulin sensitivity remained unchanged.",
+     ["Serum leptin remained unchanged."]),
+    (modality_dropped, "We hypothesized that stem cells segregate their chromosomes asymmetrically.",
+     ["Stem cells segregate their chromosomes asymmetrically."]),
+    (modality_dropped, "Variants in this gene have been postulated to affect insulin secretion.",
+     ["Variants in this gene affect insulin secretion."]),
+    (modality_dropped, "Others support the notion that aspirin prevents colorectal cancer in adults.",
+     ["Aspirin prevents colorectal cancer in adults."]),
+    (quantifier_changed, "Less than 6% of HSCs retained BrdU after four months of chase.",
+     ["HSCs retained BrdU after four months of chase."]),
+    (quantifier_changed, "Less than 6% of all HSCs retained BrdU after four months of chase.",
+     ["All HSCs retained BrdU after four months of chase."]),
+    (causal_from_associational, "Smoking was associated with increased risk of stroke in women.",
+     ["Smoking increased risk of stroke in women."]),
+    (causal_from_associational, "Obesity was associated with asthma in the cohort.",
+     ["Obesity caused asthma in the cohort."]),
+    (faithful_deletion, "Cardiovascular disease (CVD) is the leading cause of death worldwide.",
+     ["Cardiovascular disease is the leading cause of death worldwide."]),
+    (faithful_deletion, "The drug was effective (but not in children) in the trial.", []),
+    (reordered_coordination, "The drug was tested in mice and rats in two laboratories.",
+     ["The drug was tested in rats and mice in two laboratories."]),
+    (reordered_coordination, "Rates were 5 and 7 in mice and rats, respectively.", []),
+    (reordered_coordination, "Economics is central to the history of the rise and fall of nations.", []),
+]
 
-def test_roles_swapped_and_the_faithful_passive():
-    text = "Cold acclimation markedly reduced plasma levels of adiponectin."
-    assert _claims(roles_swapped, text) == ["Plasma levels of adiponectin markedly reduced cold acclimation."]
-    assert _claims(faithful_passive, text) == ["Plasma levels of adiponectin were markedly reduced by cold acclimation."]
-    assert _claims(roles_swapped, "We found that insulin reduced glucose levels in mice.") == [
-        "We found that glucose levels reduced insulin in mice."]
-    assert _claims(roles_swapped, "We hypothesized that insulin reduced glucose levels in mice.") == []
-    assert _claims(faithful_passive, "Insulin reduced glucose levels only when given with food.") == []
 
-
-def test_numbers_rebound():
-    assert _claims(numbers_rebound, "Participants were aged 57 to 85 (mean 70) at enrolment.") == [
-        "Participants were aged 57 to 70 (mean 85) at enrolment."]
-    assert "25.8 compared with 200" in _claims(numbers_rebound, "Levels were 200 compared with 25.8 in controls.")[0]
-    ci = _claims(numbers_rebound, "Risk fell by 30 (95% CI 12-48) in the treated group.")
-    assert ci == ["Risk fell by 95 (30% CI 12-48) in the treated group."]
-
-
-def test_units_changed():
-    assert _claims(units_changed, "The pores were 2.5 μm wide in the treated membranes.") == [
-        "The pores were 2.5 m wide in the treated membranes."]
-    assert _claims(units_changed, "Patients were followed for 15 years, with visits every 6 months.")[0] == \
-        "Patients were followed for 15 months, with visits every 6 months."
-
-
-def test_comparison_reversed():
-    assert _claims(comparison_reversed, "Graft patency was higher in non-smokers than in smokers at one year.") == [
-        "Graft patency was higher in smokers than in non-smokers at one year."]
-    assert _claims(comparison_reversed, "Among the risk factors, fibrinogen levels ranked first, followed by smoking markers.") \
-        == ["Among the risk factors, smoking markers ranked first, followed by fibrinogen levels."]
-    assert _claims(comparison_reversed, "Mortality was highest in men and lowest in women over the period.") == [
-        "Mortality was lowest in men and highest in women over the period."]
-
-
-def test_clauses_spliced():
-    assert _claims(clauses_spliced, "Serum leptin increased after the diet, whereas insulin sensitivity remained unchanged.") \
-        == ["Serum leptin remained unchanged."]
-
-
-def test_modality_dropped():
-    assert _claims(modality_dropped, "We hypothesized that stem cells segregate their chromosomes asymmetrically.") == [
-        "Stem cells segregate their chromosomes asymmetrically."]
-    assert _claims(modality_dropped, "Variants in this gene have been postulated to affect insulin secretion.") == [
-        "Variants in this gene affect insulin secretion."]
-    assert _claims(modality_dropped, "Others support the notion that aspirin prevents colorectal cancer in adults.") == [
-        "Aspirin prevents colorectal cancer in adults."]
-
-
-def test_quantifier_changed():
-    assert _claims(quantifier_changed, "Less than 6% of HSCs retained BrdU after four months of chase.") == [
-        "HSCs retained BrdU after four months of chase."]
-    assert _claims(quantifier_changed, "Less than 6% of all HSCs retained BrdU after four months of chase.") == [
-        "All HSCs retained BrdU after four months of chase."]
+@pytest.mark.parametrize(("rewrite", "text", "expected"), EXAMPLES,
+                         ids=[f"{r.__name__}-{i}" for i, (r, _, _) in enumerate(EXAMPLES)])
+def test_the_issue_examples_and_what_is_left_alone(rewrite, text, expected):
+    assert _claims(rewrite, text) == expected
 
 
 def test_polarity_inverted():
@@ -205,22 +208,7 @@ def test_polarity_inverted():
         "The cells died by necrosis in culture."
     assert "The drug reduce mortality in the trial." in _claims(polarity_inverted,
                                                                 "The drug failed to reduce mortality in the trial.")
-
-
-def test_causal_from_associational():
-    assert _claims(causal_from_associational, "Smoking was associated with increased risk of stroke in women.") == [
-        "Smoking increased risk of stroke in women."]
-    assert _claims(causal_from_associational, "Obesity was associated with asthma in the cohort.") == [
-        "Obesity caused asthma in the cohort."]
-
-
-def test_controls_of_the_same_shapes():
-    assert _claims(faithful_deletion, "Cardiovascular disease (CVD) is the leading cause of death worldwide.") == [
-        "Cardiovascular disease is the leading cause of death worldwide."]
-    assert _claims(faithful_deletion, "The drug was effective (but not in children) in the trial.") == []
-    assert _claims(reordered_coordination, "The drug was tested in mice and rats in two laboratories.") == [
-        "The drug was tested in rats and mice in two laboratories."]
-    assert _claims(reordered_coordination, "Rates were 5 and 7 in mice and rats, respectively.") == []
+    assert _claims(polarity_inverted, "Local infusion of agonists impairs feeding.") == []   # "in"/"im" not a negation
 
 
 def test_a_pair_with_a_quote_outside_its_sentence_is_not_a_pair(generated):
@@ -230,4 +218,5 @@ def test_a_pair_with_a_quote_outside_its_sentence_is_not_a_pair(generated):
     classes = pair_classes([p.sentence])
     assert _accept(classes[ROLES], p)
     assert not _accept(classes[ROLES], replace(p, quote=p.quote + " and more"))
-    assert not _accept(classes[ROLES], Pair(ROLES, "x", False, p.quote, p.quote, p.sentence, Edit("swap", "a", "b"), True))
+    unchanged = Pair(ROLES, "x", False, p.quote, p.quote, p.sentence, Edit("swap", "a", "b"), True)
+    assert not _accept(classes[ROLES], unchanged)
