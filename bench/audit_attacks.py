@@ -1,11 +1,14 @@
-"""The audit against a hostile model, and what its strictness costs honest claims (issue 22).
+"""The audit against a hostile model, and what its strictness costs honest claims (issues 22, 35).
 
-    python -m bench.audit_attacks              # everything; ~4 min on 2 cores
-    python -m bench.audit_attacks --claims 100 # fewer SciFact dev claims for the cost part
+    python -m bench.audit_attacks                   # everything; ~5 min on 2 cores
+    python -m bench.audit_attacks --quick           # 60 SciFact dev claims for the cost part
+    python -m bench.audit_attacks --claims 100      # fewer SciFact dev claims for the cost part
+    python -m bench.audit_attacks --parts classes --per-class 50   # only the attacks by class
 
 1. Attacks: every attack of tests/support/hostile_model.py (a local OpenAI-compatible server whose
    answers are written to fool the audit, through the real SDK, the real deliberation steps and an
-   embedded PostgreSQL), with the controls. A table of attack, class, expected, observed, reason.
+   embedded PostgreSQL), with the controls; issue 35's examples ("meaning") among them. A table of
+   attack, class, expected, observed, reason.
 2. The cost of strictness on the SciFact dev claims, over the full SciFact corpus: each claim asked
    as a question, retrieval as the pipeline does it, then
    - the offline engine's [SOURCED] claims (sentences copied from passages: honest by construction)
@@ -18,6 +21,16 @@
      match plus the verifier) in the same run.
 3. The quote minimum, measured: how many content words the honest quotes hold, and, for each
    minimum from 2 to 6, the honest quotes it would refuse.
+4. Attacks by class (issue 35): bench.attack_generation writes, from real SciFact sentences, claims that
+   use only the quoted sentence's words but change what it says (roles swapped, numbers re-bound, units
+   changed, a comparison reversed, clauses spliced, modality dropped, a quantifier changed, polarity
+   inverted, causal from associational, a synthesis re-wording a surviving finding), and honest controls
+   of the same shapes (the whole sentence, a faithful deletion, a kept hedge, a reordered coordination, a
+   passive). All go through the deliberation's audit task on a database holding their abstracts, once
+   with the rules verifier and once with a verifier that abstains on everything. Per class: how many
+   kept [SOURCED] (attacks: target 0; controls: target all).
+
+The exit status is 1 when an attack survives, a control is lost, or the cost exceeds 10 %.
 """
 
 from __future__ import annotations
@@ -32,11 +45,13 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from unittest.mock import patch
 
-from bench.report import markdown_table
+from bench.report import load_line, markdown_table
 
 ATTACK_DB = "atlas_bench_audit_attacks"
 DEV_CLAIMS = 300
+QUICK_CLAIMS = 60
 
 
 # ---------------------------------------------------------------- 1. attacks
@@ -46,7 +61,7 @@ def run_attacks(home: Path) -> list:
     from forum_atlas.config import Settings
     from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
-    from tests.support.hostile_model import ATTACKS, HostileModel, load_corpus, play
+    from tests.support.hostile_model import ATTACKS, MEANING_ATTACKS, HostileModel, load_corpus, play
 
     url = fresh_database(pgserver.embedded_url(home / "pgdata"), ATTACK_DB)
     settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="openai")
@@ -55,7 +70,7 @@ def run_attacks(home: Path) -> list:
     with HostileModel() as model:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = model.base_url, "sk-bench-not-a-secret"
         try:
-            return [play(model, attack, settings) for attack in ATTACKS]
+            return [play(model, attack, settings) for attack in (*ATTACKS, *MEANING_ATTACKS)]
         finally:
             del os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
 
@@ -235,28 +250,210 @@ def strictness_report(r: dict) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- 4. attacks by class, from SciFact sentences
+
+CLASS_DB = "atlas_bench_audit_classes"
+PER_CLASS = 30
+ROLE = "technical"
+
+
+def class_settings(home: Path) -> object:
+    """A fresh database on the bench's embedded server (offline engine, rules verifier)."""
+    from bench.corpus_loading import fresh_database
+    from forum_atlas.config import Settings
+    from forum_atlas.runtime import pgserver
+
+    url = fresh_database(pgserver.embedded_url(home / "pgdata"), CLASS_DB)
+    return Settings(database_url=url, data_dir=home, embedder="hashed", llm="offline", support_verifier="rules")
+
+
+def class_evidence(settings, pairs: list) -> tuple[object, dict[int, str]]:
+    """The abstracts the pairs quote, written through the ingest write path (one chunk per abstract), the
+    round's evidence over them, and each abstract's label."""
+    from forum_atlas.deliberation.audit import RoundEvidence
+    from forum_atlas.deliberation.model import Passage
+    from forum_atlas.store.db import Database
+    from tests.support.corpus import ingest, record
+
+    abstracts = {p.sentence.doc_id: p.sentence for p in pairs}
+    with Database.open(settings) as db:
+        ingest(db, [record(f"scifact-{doc}", s.abstract, title=s.title, sector="health")
+                    for doc, s in abstracts.items()])
+        with db.connection() as conn:
+            rows = conn.execute("""SELECT c.chunk_id, c.body, d.document_id, d.version, d.title, d.external_id
+                                     FROM forum.chunks c JOIN forum.documents d USING (document_id)
+                                    WHERE d.external_id = ANY (%s) ORDER BY c.chunk_id""",
+                                ([f"scifact-{doc}" for doc in abstracts],)).fetchall()
+    passages, label_of = {}, {}
+    for n, row in enumerate(rows, 1):
+        label = f"S{n}"
+        passages[label] = Passage(label=label, chunk_id=row["chunk_id"], document_id=row["document_id"],
+                                  document_version=row["version"], title=row["title"], text=row["body"],
+                                  source_name="scifact")
+        label_of[int(row["external_id"].removeprefix("scifact-"))] = label
+    return RoundEvidence(passages), label_of
+
+
+def _reply(claims: list) -> object:
+    from forum_atlas.deliberation.model import CallRecord, DraftReply
+
+    return DraftReply(claims=claims, call=CallRecord(stage="draft:bench", provider="bench attack generator",
+                                                     version="issue-35", input_digest="-"))
+
+
+def audit_round(settings, evidence, label_of: dict[int, str], pairs: list) -> list:
+    """Every pair as one persona's [SOURCED] claim, through the deliberation's audit task (the database's
+    verbatim rule, grounding, the configured support verifier): the published claims, in order."""
+    from forum_atlas.deliberation.model import SOURCED, ClaimDraft
+    from forum_atlas.tasks.deliberation import audit
+
+    reply = _reply([ClaimDraft(p.claim, SOURCED, label_of[p.sentence.doc_id], p.quote) for p in pairs])
+    return audit.fn(settings, {ROLE: reply}, evidence, 1).drafts[ROLE].claims
+
+
+def audit_synthesis(settings, evidence, label_of: dict[int, str], pairs: list) -> tuple[list, int]:
+    """The round's finding is the quoted sentence itself; the coordinator then re-words it (the attack)
+    citing that finding's passage and quote. The synthesis's audited claims, and how many findings the
+    round kept (the synthesis may cite only those)."""
+    from forum_atlas.deliberation.audit import settle, synthesis_basis
+    from forum_atlas.deliberation.model import COORDINATOR, SOURCED, ClaimDraft
+    from forum_atlas.tasks.deliberation import audit
+
+    findings = _reply([ClaimDraft(p.quote, SOURCED, label_of[p.sentence.doc_id], p.quote) for p in pairs])
+    audited = audit.fn(settings, {ROLE: findings}, evidence, 1).drafts[ROLE]
+    section = settle(ROLE, "attack bench", [audited], "bench")
+    basis = synthesis_basis([section], [audited])
+    rewording = _reply([ClaimDraft(p.claim, SOURCED, label_of[p.sentence.doc_id], p.quote) for p in pairs])
+    judged = audit.fn(settings, {COORDINATOR: rewording}, evidence, 1, basis=basis).drafts[COORDINATOR].claims
+    return judged, sum(c.tag == SOURCED for c in audited.claims)
+
+
+def run_classes(home: Path, per_class: int, seed: int) -> dict:
+    """Every class's pairs audited with the rules verifier and with a verifier that abstains on everything."""
+    from bench.attack_generation import generate, load_sentences
+
+    started = time.perf_counter()
+    pairs = generate(load_sentences(), per_class, seed)
+    generated_s = time.perf_counter() - started
+    return audit_classes(class_settings(home), pairs) | {"generated_s": generated_s,
+                                                         "seconds": time.perf_counter() - started}
+
+
+def audit_classes(settings, pairs: dict[str, list]) -> dict:
+    """Every class's pairs audited with the configured verifier ("rules") and with a verifier that abstains
+    on everything ("abstains"), on `settings`' database."""
+    from bench.attack_generation import SYNTHESIS
+    from tests.support.hostile_model import AbstainingVerifier
+
+    evidence, label_of = class_evidence(settings, [p for ps in pairs.values() for p in ps])
+    results: dict[str, dict] = {}
+    # the SDK needs a key; the local verifier ignores it (the caller's own key, if any, is restored after)
+    with AbstainingVerifier() as abstaining, patch.dict(os.environ, {"OPENAI_API_KEY": "sk-bench-not-a-secret"}):
+        verifiers = {"rules": settings,
+                     "abstains": replace(settings, support_verifier="openai", support_model="abstains-on-everything",
+                                         support_base_url=abstaining.base_url)}
+        for name, written in pairs.items():
+            row = results[name] = {"pairs": written}
+            for verifier, configured in verifiers.items():
+                if name == SYNTHESIS:
+                    row[verifier], row["findings_kept"] = audit_synthesis(configured, evidence, label_of, written)
+                else:
+                    row[verifier] = audit_round(configured, evidence, label_of, written)
+    return {"classes": results}
+
+
+def classes_report(r: dict, examples_per_class: int = 1) -> tuple[str, int, int]:
+    """The table by class, the first pairs the audit got wrong in each class (attacks kept, controls
+    downgraded; the rules verifier's, then the abstaining one's where they differ), and
+    (attack survivors, control verdicts lost)."""
+    from bench.attack_generation import ATTACK_CLASSES, CONTROL_CLASSES
+
+    def sourced(claims: list) -> int:
+        return sum(c.tag == "SOURCED" for c in claims)
+
+    rows, examples = [], []
+    survivors = downgraded = 0
+    totals = Counter()
+    for name in (*ATTACK_CLASSES, *CONTROL_CLASSES):
+        row = r["classes"][name]
+        honest = name in CONTROL_CLASSES
+        n, rules, abstains = len(row["pairs"]), sourced(row["rules"]), sourced(row["abstains"])
+        reasons = Counter(c.failed for c in row["rules"] if c.failed)
+        shown = ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)) or "-"
+        if name == "synthesis re-wording":
+            shown += f"; findings kept {row['findings_kept']} of {n}"
+        target = f"{n} kept" if honest else "0"
+        rows.append([name, "control" if honest else "attack", n, rules, abstains, target, shown])
+        if honest:
+            downgraded += 2 * n - rules - abstains
+        else:
+            survivors += rules + abstains
+            totals["n"] += n
+            totals["abstains"] += abstains
+        shown_claims: set[str] = set()
+        for verifier in ("rules", "abstains"):
+            wrong = [(p, c) for p, c in zip(row["pairs"], row[verifier])
+                     if (c.tag == "SOURCED") != honest and p.claim not in shown_claims]
+            for p, c in wrong[:examples_per_class]:
+                shown_claims.add(p.claim)
+                what = f"downgraded ({c.failed}: {c.detail[:120]})" if honest else "kept [SOURCED]"
+                examples.append(f"- {name}, {verifier} verifier, {p.variant}: claim {p.claim[:200]!r} "
+                                f"quoting {p.quote[:200]!r}: {what}")
+    rows.append(["abstain keeps the tag (every attack above)", "attack", totals["n"], "-", totals["abstains"], "0",
+                 "-"])
+    table = markdown_table(["class", "kind", "pairs", "[SOURCED], rules verifier", "[SOURCED], verifier abstains",
+                            "target", "rules verifier: first failed checks"], rows)
+    lines = [table, "", f"attack survivors (both verifiers): {survivors}; control verdicts lost: {downgraded}"]
+    if examples:
+        lines += ["", f"the first {examples_per_class} pair(s) of each class the audit got wrong:", *examples]
+    return "\n".join(lines), survivors, downgraded
+
+
+PARTS = ("attacks", "classes", "cost")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--claims", type=int, default=DEV_CLAIMS, help="SciFact dev claims for the cost part")
+    parser.add_argument("--per-class", type=int, default=PER_CLASS, help="pairs per class in part 4")
+    parser.add_argument("--seed", type=int, default=35, help="the order SciFact sentences are read in (part 4)")
+    parser.add_argument("--examples", type=int, default=1, help="pairs the audit got wrong to show per class (part 4)")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_CLAIMS} dev claims for the cost part")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which parts to run, of {', '.join(PARTS)}")
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if not parts <= set(PARTS) or args.per_class < 1:
+        parser.error(f"--parts takes {', '.join(PARTS)}; --per-class at least 1")
+    claims = QUICK_CLAIMS if args.quick else args.claims
     os.environ.setdefault("ATLAS_EMBEDDER", "hashed")
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support, when run from elsewhere
     from bench.deliberation import dev_claims, prepare_database
 
     home = Path(os.environ.get("ATLAS_BENCH_DATA_DIR", "/tmp/atlas-bench-deliberation"))
-    started = time.perf_counter()
-    outcomes = run_attacks(home)
-    print(f"## Attacks ({time.perf_counter() - started:.1f} s)\n\n{attacks_report(outcomes)}\n", flush=True)
-
-    settings, _ = prepare_database()
-    settings = replace(settings, embedder="hashed")
-    started = time.perf_counter()
-    result = strictness(settings, dev_claims(args.claims))
-    print(f"## The cost of strictness: {args.claims} SciFact dev claims ({time.perf_counter() - started:.1f} s)\n\n"
-          f"{strictness_report(result)}")
-    surviving = sum(not o.held for o in outcomes)
-    o = result["offline"]
-    return 0 if surviving == 0 and o.get("downgraded", 0) <= 0.10 * o.get("sourced", 0) else 1
+    print(load_line(), flush=True)
+    failed = False
+    if "attacks" in parts:
+        started = time.perf_counter()
+        outcomes = run_attacks(home)
+        print(f"## Attacks ({time.perf_counter() - started:.1f} s)\n\n{attacks_report(outcomes)}\n", flush=True)
+        failed |= any(not o.held for o in outcomes)
+    if "classes" in parts:
+        result = run_classes(home, args.per_class, args.seed)
+        report, survivors, downgraded = classes_report(result, args.examples)
+        print(f"## Attacks by class, from SciFact sentences (issue 35): --per-class {args.per_class} "
+              f"--seed {args.seed} ({result['seconds']:.1f} s, of which generating {result['generated_s']:.1f} s)"
+              f"\n\n{report}\n", flush=True)
+        failed |= survivors > 0 or downgraded > 0
+    if "cost" in parts:
+        settings, _ = prepare_database()
+        settings = replace(settings, embedder="hashed")
+        started = time.perf_counter()
+        result = strictness(settings, dev_claims(claims))
+        print(f"## The cost of strictness: {claims} SciFact dev claims ({time.perf_counter() - started:.1f} s)\n\n"
+              f"{strictness_report(result)}")
+        o = result["offline"]
+        failed |= o.get("downgraded", 0) > 0.10 * o.get("sourced", 0)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -367,12 +367,19 @@ class BriefVerification:
     problems: list[str]      # what is wrong, in words; empty when the brief is intact
     rule: str                # the verbatim rule that sealed the brief (substring-v1 before sql/080)
     notes: list[str]         # what a reader should know that is not a fault (e.g. the current rule's view)
+    grounding: str = ""      # the support rule set that audited it (grounding-v1, grounding-v2; "" before issue 22)
 
 
 def sealing_rule(engines: dict[str, Any]) -> str:
     """The verbatim rule a brief was sealed under, from its sealed engines (none recorded: substring-v1)."""
     audit_rules = str(engines.get("audit", ""))
     return WHOLE_WORDS_V2 if audit_rules.split(" ")[0] == WHOLE_WORDS_V2 else SUBSTRING_V1
+
+
+def sealing_grounding(engines: dict[str, Any]) -> str:
+    """The support rule set a brief was audited under, from its sealed engines ("" when none is recorded).
+    Only the verbatim rule is re-checked: a claim's tag was decided when the brief was sealed."""
+    return next((part for part in str(engines.get("audit", "")).split(" ") if part.startswith("grounding-")), "")
 
 
 def verify_brief(db: Database, brief_id: int) -> list[str]:
@@ -493,4 +500,4 @@ def verify_report(db: Database, brief_id: int) -> BriefVerification:
     # The hash chain around this brief's events.
     for row in chain:
         problems.append(f"audit log event {row['event_id']}: {row['problem']}")
-    return BriefVerification(problems, rule, notes)
+    return BriefVerification(problems, rule, notes, sealing_grounding(brief["engines"] or {}))

@@ -9,10 +9,14 @@ A claim keeps [SOURCED] only if
      `forum.citation_verbatim_matches` (whole words, whitespace normalised, case and punctuation
      preserved),
   4. in the synthesis: it cites a finding that survived the audit, with that finding's own quote,
-     and is not a claim the rounds downgraded (`not_in_findings`),
+     and is not a claim the rounds downgraded (`not_in_findings`); a synthesis claim that repeats
+     that finding's claim text (whitespace aside) was audited already, any other text is audited
+     against the quote like a finding,
   5. the quote, read in its sentence, supports the claim (atlas.deliberation.grounding: an
-     informative quote, the claim covered, directions and negations agreeing),
-  6. the support verifier does not say the passage contradicts it or merely gives context.
+     informative quote, the claim covered, directions agreeing, and a faithful restatement —
+     atlas.deliberation.faithful: order, numbers, frames, polarity),
+  6. the support verifier does not say the passage contradicts it or merely gives context; where
+     it abstains, the rules must be able to vouch for the claim alone (else `not_verifiable`).
 Otherwise it is rewritten to [INFERRED] with the first failed check (a `Downgrade`, logged as a
 SOURCED_TAGS_DOWNGRADED event).
 
@@ -116,9 +120,11 @@ class AuditedDraft:
 @dataclass(frozen=True)
 class SynthesisBasis:
     """What the synthesis may cite (DEL-6): the (chunk id, quote) of every finding that survived the
-    post-audit round, and the claims any round downgraded (normalised text), which may not come back."""
+    post-audit round, and the claims any round downgraded (normalised text), which may not come back;
+    `findings`: each surviving finding's (chunk id, quote, claim text with whitespace normalised)."""
     citations: frozenset[tuple[int, str]] = frozenset()
     downgraded: frozenset[str] = frozenset()
+    findings: frozenset[tuple[int, str, str]] = frozenset()
 
 
 def _said(text: str) -> str:
@@ -131,7 +137,13 @@ def synthesis_basis(sections: Sequence[Section], drafts: Sequence[AuditedDraft])
     return SynthesisBasis(
         citations=frozenset((c.chunk_id, c.quote) for c in verified if c.chunk_id is not None and c.quote is not None),
         downgraded=frozenset(_said(c.text) for d in drafts for c in d.claims if c.downgraded)
-        - {_said(c.text) for c in verified})
+        - {_said(c.text) for c in verified},
+        findings=frozenset((c.chunk_id, c.quote, _spaced(c.text)) for c in verified
+                           if c.chunk_id is not None and c.quote is not None))
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _citable(claim: ClaimDraft) -> bool:
@@ -188,6 +200,8 @@ def _check(draft: ClaimDraft, passage: Passage | None, failed: FailedCheck | Non
         if (passage.chunk_id, draft.quote) not in basis.citations:
             return ("not_in_findings",
                     "the synthesis may cite only a finding that survived the audit, with that finding's own quote", None)
+        if (passage.chunk_id, draft.quote, _spaced(draft.text)) in basis.findings:
+            return None, "", verdicts.get((draft.text, passage.chunk_id, draft.quote), "abstain")  # audited in its round
     grounding = ground(draft.text, draft.quote, passage.text)
     if grounding.failed is not None:
         return grounding.failed, grounding.detail, None  # type: ignore[return-value]
@@ -195,6 +209,9 @@ def _check(draft: ClaimDraft, passage: Passage | None, failed: FailedCheck | Non
     if verdict in _REJECTING_VERDICTS:
         return verdict, (f"the support verifier reads {draft.source_label} as "  # type: ignore[return-value]
                          f"{'contradicting' if verdict == 'contradicts' else 'only context for'} the claim"), verdict
+    if verdict == "abstain" and not grounding.decided:
+        return "not_verifiable", ("the support verifier abstained and too little of the claim aligns to its sentence "
+                                  "for the rules to vouch for it"), verdict
     return None, "", verdict
 
 

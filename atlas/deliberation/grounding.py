@@ -40,15 +40,16 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from forum_atlas.deliberation.faithful import QUANTIFIERS, faithful
 from forum_atlas.deliberation.quotes import quote_spans
 from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
 from forum_atlas.ingestion.chunking import sentence_spans
 
-GROUNDING_RULES = "grounding-v1"
+GROUNDING_RULES = "grounding-v2"   # v1 (issue 22): coverage, directions, negations mod 2
 MIN_QUOTE_WORDS = 4
-NEGATION_WINDOW = 6      # a negation this many words before the first shared word still governs it
 DIRECTION_WINDOW = 3     # a direction word acts on a content word this many words away
 PREFIX_MIN, PREFIX_RATIO = 5, 0.8
+MIN_DECIDED_WORDS = 2    # with fewer claim words aligned, the rules cannot vouch for a claim alone
 MAX_OCCURRENCES = 20     # a quote found more often than this is read in its first 20 sentences
 
 # Words that carry no claim of their own: articles, prepositions, pronouns, auxiliaries, conjunctions.
@@ -93,7 +94,6 @@ SCOPE_WORDS = frozenset("""mice mouse murine rat rats rodent rodents animal anim
 drosophila primate primates porcine bovine canine pilot simulated simulation hypothetical""".split())
 _NUMBER = re.compile(r"\d")
 _SYMBOL = re.compile(r"[<>=≤≥±]")
-_CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|whereas|although|though|however|while)\b", re.IGNORECASE)
 _ENTITY = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
 
 
@@ -102,6 +102,7 @@ class Grounding:
     failed: str | None          # None, or the FailedCheck that takes the tag away
     detail: str = ""
     context: str = ""           # the sentence of the passage the claim was read against
+    decided: bool = True        # the rules can vouch for it alone: enough of the claim aligned to the sentence
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,6 @@ class _Word:
 class _Reading:
     content: list[_Word]
     directions: list[tuple[str, int, int]]    # (axis, sign, pos)
-    negations: list[int]                      # positions of strong cues
-    weak_negations: list[int]
-    hedges: list[int]
 
 
 def _tokens(text: str) -> list[str]:
@@ -132,18 +130,13 @@ def _tokens(text: str) -> list[str]:
 
 def read(text: str) -> _Reading:
     tokens = _tokens(text)
-    reading = _Reading([], [], [], [], [])
+    reading = _Reading([], [])
     for pos, word in enumerate(tokens):
-        nominal_not = word == "not" and pos + 1 < len(tokens) and tokens[pos + 1] in ("only", "all", "every")
-        if word in NEGATION_CUES and not nominal_not:
-            reading.negations.append(pos)
-        elif word in WEAK_NEGATIONS:
-            reading.weak_negations.append(pos)
-        elif word in HEDGE_CUES:
-            reading.hedges.append(pos)
-        elif (direction := direction_of(word)) is not None:
+        if word in NEGATION_CUES or word in WEAK_NEGATIONS or word in HEDGE_CUES:
+            continue   # read by the faithfulness checks (polarity, modality)
+        if (direction := direction_of(word)) is not None:
             reading.directions.append((direction[0], direction[1], pos))
-        elif word not in FUNCTION_WORDS and not _SYMBOL.fullmatch(word) and not nominal_not:
+        elif word not in FUNCTION_WORDS and not _SYMBOL.fullmatch(word):
             reading.content.append(_Word(word, light_stem(word), pos))
     return reading
 
@@ -181,6 +174,10 @@ def _same_words(a_text: str, a_stem: str, b_text: str, b_stem: str) -> bool:
             break
         common += 1
     return common >= PREFIX_MIN and common >= PREFIX_RATIO * min(len(a_stem), len(b_stem))
+
+
+def _same_text(a: str, b: str) -> bool:
+    return _same_words(a, light_stem(a), b, light_stem(b))
 
 
 def contexts_of(quote: str, passage: str) -> list[tuple[str, int]]:
@@ -228,18 +225,19 @@ def ground(claim: str, quote: str, passage: str) -> Grounding:
     contexts = contexts_of(quote, passage)
     if not contexts:
         return Grounding("quote_not_verbatim", "the quote is not found with whole words in the passage as given")
-    results = [_ground_in(read(claim), claim, quote, context, quote_at) for context, quote_at in contexts]
+    results = [_ground_in(read(claim), claim, context) for context, _ in contexts]
     return next((r for r in results if r.failed is None), results[0])
 
 
-def _ground_in(c: _Reading, claim: str, quote: str, context: str, quote_at: int) -> Grounding:
+def _ground_in(c: _Reading, claim: str, context: str) -> Grounding:
     s = read(context)
     matches = {w.pos: [o for o in s.content if _same(w, o)] for w in c.content}
     clashes = _direction_clashes(c, s, matches)
     if clashes:
         return Grounding("direction_clash", f"{len(clashes)} direction clash{'es' * (len(clashes) > 1)}: the claim "
                                             f"says {', '.join(clashes)}; the source the opposite", context)
-    missing = [w.text for w in c.content if not matches[w.pos] and w.text not in FRAMING_WORDS]
+    missing = [w.text for w in c.content if not matches[w.pos] and w.text not in FRAMING_WORDS
+               and w.text not in QUANTIFIERS]   # a quantifier the sentence lacks: quantifier_changed
     missing += [e for e in _entities(claim) if e.casefold() not in context.casefold()]
     unstated = [f"{'more' if sign > 0 else 'less'} ({axis})" for axis, sign, _ in c.directions
                 if not any(a == axis and g == sign for a, g, _ in s.directions)]
@@ -251,39 +249,12 @@ def _ground_in(c: _Reading, claim: str, quote: str, context: str, quote_at: int)
             what.append(f"direction not stated there: {', '.join(dict.fromkeys(unstated))}")
         return Grounding("claim_not_covered", "; ".join(what), context)
 
-    # Where the claim's words stand: each distinct word's first occurrence in the claim, and in the
-    # context its first occurrence inside the quote (else the one nearest the quote). Both texts are
-    # then read over the same kind of span, from six words before the first to the last.
-    quote_lo = len(_tokens(context[:quote_at]))
-    quote_hi = quote_lo + len(_tokens(quote)) - 1
-    first = {w.text: w for w in reversed(c.content)}.values()
-    positions = []
-    for w in first:
-        found = matches[w.pos]
-        inside = [o.pos for o in found if quote_lo <= o.pos <= quote_hi]
-        if inside or found:
-            positions.append(inside[0] if inside else min(found, key=lambda o: abs(o.pos - quote_lo)).pos)
-    # back to the start of the quote's clause when that is further ("None of the trials that … found that")
-    boundaries = list(_CLAUSE_BREAK.finditer(context[:quote_at]))
-    clause_lo = len(_tokens(context[:boundaries[-1].end()])) if boundaries else 0
-    lo = min(*positions, quote_lo) - NEGATION_WINDOW if positions else 0
-    lo, hi = (min(lo, clause_lo), max(positions)) if positions else (0, -1)
-    own = [w.pos for w in first]
-    context_negations = [p for p in s.negations if lo <= p <= hi]
-    claim_negations = [p for p in c.negations if own and min(own) - NEGATION_WINDOW <= p <= max(own)]
-    if len(claim_negations) % 2 != len(context_negations) % 2:
-        return Grounding("negation_clash", f"the claim has {len(claim_negations)} negation(s), the source's sentence "
-                                           f"{len(context_negations)} around the same words", context)
-    weak_before = [p for p in s.weak_negations if lo <= p <= hi]
-    if weak_before and not c.weak_negations:
-        return Grounding("negation_clash", "the source's sentence qualifies the same words with a negation "
-                                           "(without, lack, absence, …) that the claim drops", context)
-    if any(lo <= p <= hi for p in s.hedges) and not c.hedges:
-        return Grounding("claim_not_covered", "the source hedges (may, whether, probably, if, …); the claim "
-                                              "states it as fact", context)
+    reading = faithful(claim, context, _same_text)   # order, numbers, frames, polarity (issue 35)
+    if reading.fault is not None:
+        return Grounding(reading.fault.reason, reading.fault.detail, context)
     claim_words = {w.text for w in c.content}
     dropped_scope = sorted({w.text for w in s.content if w.text in SCOPE_WORDS} - claim_words)
     if dropped_scope and not (claim_words & SCOPE_WORDS):
         return Grounding("claim_not_covered", f"the source limits it ({', '.join(dropped_scope)}); the claim "
                                               "does not", context)
-    return Grounding(None, "", context)
+    return Grounding(None, "", context, decided=reading.aligned >= MIN_DECIDED_WORDS)

@@ -28,7 +28,10 @@ VERDICTS: tuple[Verdict, ...] = ("supports", "contradicts", "contextual", "absta
 # (atlas.deliberation.untrusted, then the citation, then atlas.deliberation.grounding, then the verifier).
 FailedCheck = Literal["unsafe_text", "no_quote", "unknown_source", "not_retrieved", "quote_not_verbatim",
                       "not_in_findings", "quote_uninformative", "claim_not_covered", "direction_clash",
-                      "negation_clash", "contradicts", "contextual"]
+                      "negation_clash", "contradicts", "contextual",
+                      # issue 35: a faithful restatement (atlas.deliberation.faithful)
+                      "order_changed", "clauses_spliced", "number_rebound", "unit_changed", "comparison_reversed",
+                      "frame_dropped", "modality_dropped", "quantifier_changed", "polarity_clash", "not_verifiable"]
 
 COORDINATOR = "coordinator"
 SPECIALISTS = ("legal_regulatory", "financial", "technical", "geospatial", "forecasting")

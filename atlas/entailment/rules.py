@@ -177,8 +177,13 @@ def normalise(text: str) -> str:
     text = re.sub(r"\bnot only\b|\bno doubt\b|\bnot least\b", " ", text)  # not negations
     text = re.sub(r"\bwhether or not\b", " whether ", text)
     text = _COMPOUND.sub(r"\1", text)  # "damage-induced": one content word
-    text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group()], text)  # "one in five" -> "1 in 5"
+    text = number_words_to_digits(text)  # "one in five" -> "1 in 5"
     return re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)   # hyphenated words are read as two
+
+
+def number_words_to_digits(text: str) -> str:
+    """Number words of a lower-cased text as digits ("one in five" -> "1 in 5")."""
+    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group()], text)
 
 
 def light_stem(word: str) -> str:

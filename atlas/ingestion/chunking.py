@@ -17,7 +17,12 @@ from dataclasses import dataclass
 # upper-case letter, digit or opening quote/bracket — or at a blank line. The pattern consumes the
 # punctuation mark (group 1 marks that branch) rather than looking behind for it: a pattern that starts
 # with a character set lets the regex engine skip ahead to the next candidate, 3–4x faster on long texts.
-_SENTENCE_END = re.compile(r"""([.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n""")
+# A lower-case start also begins a sentence when it is a gene or protein name written with a capital or
+# digit inside ("tHcy", "mRNA", "p53", "siRNA"; issue 35).
+_SENTENCE_END = re.compile(r"""([.!?])["')\]]*\s+(?=["'(\[]?(?:[A-Z0-9]|[a-z]{1,4}[A-Z0-9]))|\n\s*\n""")
+# No sentence ends after an abbreviation: "e.g.", "i.e.", "et al.", "vs.", "Fig.", "Dr." (a single initial may end one: "vitamin D.").
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|et al|vs|cf|ca|approx|Fig|Figs|Eq|Ref|Refs|No|Dr|Prof|Mr|Mrs|Ms|St|"
+                           r"Jr|Sr|Inc|Ltd|Corp|Dept|Univ|Vol|pp|resp|incl)\.)$")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     position = 0
     for match in _SENTENCE_END.finditer(text):
         end = match.end(1) if match.lastindex else match.start()
+        if match.lastindex and _ABBREVIATION.search(text, max(end - 8, position), end):
+            continue
         # most sentences need no trimming: test before paying for the call
         spans.append(_trim(text, position, end) if text[position:position + 1].isspace() or
                      text[end - 1:end].isspace() else (position, end))

@@ -152,14 +152,15 @@ def _verify(args: argparse.Namespace) -> int:
 
     with Database.open() as db:
         report = verify_report(db, args.brief_id)
+    sealed = f"sealed under verbatim rule {report.rule}, support rules {report.grounding or 'not recorded'}"
     for note in report.notes:
         print(f"NOTE  {note}")
     if report.problems:
         for problem in report.problems:
             print(f"FAIL  {problem}")
         print(f"brief {args.brief_id}: {len(report.problems)} problem(s); the evidence behind it cannot be trusted "
-              f"as stored (sealed under verbatim rule {report.rule})")
+              f"as stored ({sealed})")
         return 2
     print(f"brief {args.brief_id}: evidence snapshot seal, audit-chain entry and every citation verify "
-          f"(sealed under verbatim rule {report.rule})")
+          f"({sealed})")
     return 0

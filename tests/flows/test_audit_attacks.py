@@ -81,4 +81,4 @@ def test_no_model_input_crashes_atlas_ask(prefect_env, hostile, db, database_url
     tags = [c.tag for c in view.sections[0].claims]
     assert tags == [SOURCED, INFERRED, INFERRED, INFERRED, INFERRED]
     assert main(["verify", str(brief_id)]) == 0
-    assert "sealed under verbatim rule whole-words-v2" in capsys.readouterr().out
+    assert "sealed under verbatim rule whole-words-v2, support rules grounding-v2" in capsys.readouterr().out

@@ -11,6 +11,7 @@ import pytest
 
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import AUDIT_RULES
+from forum_atlas.deliberation.grounding import GROUNDING_RULES
 from forum_atlas.deliberation.quotes import (
     NON_WORD_RANGES,
     SUBSTRING_V1,
@@ -85,7 +86,7 @@ def test_a_brief_sealed_under_the_substring_rule_still_verifies_and_says_so(data
     with psycopg.connect(url, autocommit=True) as conn:
         assert migrations.apply_pending(conn)[0] == "080_whole_word_verbatim.sql"
     report = verify_report(db, old.brief_id)
-    assert report.problems == [] and report.rule == SUBSTRING_V1
+    assert report.problems == [] and report.rule == SUBSTRING_V1 and report.grounding == ""
     (note,) = report.notes
     assert "only inside a word" in note and WHOLE_WORDS_V2 in note
 
@@ -95,3 +96,8 @@ def test_a_brief_sealed_under_the_substring_rule_still_verifies_and_says_so(data
     new = persist_brief(db, replace(current, engines={**current.engines, "audit": AUDIT_RULES}))
     report = verify_report(db, new.brief_id)
     assert report.problems == [] and report.rule == WHOLE_WORDS_V2 and report.notes == []
+    assert report.grounding == GROUNDING_RULES == "grounding-v2"
+    # a brief audited under the rules before issue 35 still verifies, and says so
+    older = persist_brief(db, replace(current, engines={**current.engines, "audit": "whole-words-v2 grounding-v1"}))
+    report = verify_report(db, older.brief_id)
+    assert report.problems == [] and report.rule == WHOLE_WORDS_V2 and report.grounding == "grounding-v1"

@@ -7,6 +7,8 @@ claim names its passage by a phrase the passage holds; the server finds that pas
 prompt, so the attacks run on whatever labels retrieval gave. `play` runs one attack through the real
 deliberation steps (the OpenAI SDK against this server, the real database) and reads what was published.
 
+`AbstainingVerifier` is a verifier endpoint that abstains on everything.
+
 Used by tests/flows/test_audit_attacks.py and `python -m bench.audit_attacks`.
 """
 
@@ -37,12 +39,25 @@ SLEEP = ("Short sleep duration was associated with higher mortality in older adu
          "No association was found for long sleep duration.")
 MODELS = ("Drug X reduced tumour growth in mice in this cohort study. Drug Y is unlikely to cause liver damage in "
           "adults. Statin therapy probably lowers stroke risk in this cohort.")
+# Issue 35's examples, as one passage: every claim of MEANING_ATTACKS uses only words of the sentence it quotes.
+MEANING = ("Cold acclimation markedly reduced plasma levels of adiponectin in this cohort. "
+           "Participants were aged 57 to 85 (mean 70) at enrolment. "
+           "Median titres were 200 compared with 25.8 in controls. "
+           "Fracture risk fell by 30 % (95 % CI 12 to 48) in the treated group. "
+           "Pore diameter was 2.5 μm after treatment. "
+           "Graft patency was lower in smokers than in non-smokers. "
+           "Serum leptin increased after the diet, whereas insulin sensitivity remained unchanged. "
+           "We hypothesized that stem cells segregate their chromosomes asymmetrically. "
+           "Less than 6 % of HSCs retained BrdU after four months. "
+           "The lipolysis was largely independent of food intake in this cohort. "
+           "Smoking was associated with higher arterial calcification in this cohort.")
 DOCUMENTS = {"models": ("Animal models and hedged findings in a cohort", MODELS),
              "vitamin-d": ("Vitamin D and hip fracture in a cohort", VITAMIN_D),
              "statins": ("Statins and breast cancer in a cohort", STATINS),
              "coffee": ("Coffee and arrhythmia in a cohort", COFFEE),
              "smoking": ("Smoking, exercise and arteries in a cohort", SMOKING),
-             "sleep": ("Sleep duration and mortality in a cohort", SLEEP)}
+             "sleep": ("Sleep duration and mortality in a cohort", SLEEP),
+             "meaning": ("Adiponectin, titres, fractures, grafts and stem cells in a cohort", MEANING)}
 
 D_SENTENCE = VITAMIN_D.split(". ")[0] + "."
 EXERCISE = SMOKING.split(". ")[1]
@@ -207,6 +222,45 @@ ATTACKS: tuple[Attack, ...] = (
 )
 
 
+def _sentence_of(phrase: str) -> str:
+    return next(s + "." for s in MEANING.rstrip(".").split(". ") if phrase in s)
+
+
+def _meaning(name: str, claim: str, phrase: str, control: bool = False) -> Attack:
+    """One of issue 35's classes: a claim written only from words of the sentence holding `phrase`."""
+    quote = _sentence_of(phrase)
+    return Attack(name, "control" if control else "meaning", (_sourced(claim, phrase, quote),))
+
+
+GRAFT = _sentence_of("Graft patency")
+
+# Issue 35: claims that use only the quoted sentence's words but change what it says (and two controls).
+# Not yet in ATTACKS (tests/flows/test_audit_attacks.py requires all of those held); played by
+# `python -m bench.audit_attacks`, part 1.
+MEANING_ATTACKS: tuple[Attack, ...] = (
+    _meaning("the sentence itself", _sentence_of("Cold acclimation"), "Cold acclimation", control=True),
+    _meaning("a faithful passive", "Plasma levels of adiponectin were markedly reduced by cold acclimation in this "
+             "cohort.", "Cold acclimation", control=True),
+    _meaning("roles swapped", "Plasma levels of adiponectin markedly reduced cold acclimation in this cohort.",
+             "Cold acclimation"),
+    _meaning("mean and range end exchanged", "Participants were aged 57 to 70 (mean 85) at enrolment.", "aged 57"),
+    _meaning("the sides of 'compared with' exchanged", "Median titres were 25.8 compared with 200 in controls.",
+             "Median titres"),
+    _meaning("the interval's 95 % as the effect", "Fracture risk fell by 95 % in the treated group.", "Fracture risk"),
+    _meaning("μm read as m", "Pore diameter was 2.5 m after treatment.", "Pore diameter"),
+    _meaning("comparison reversed", "Graft patency was lower in non-smokers than in smokers.", "Graft patency"),
+    _meaning("clauses spliced", "Serum leptin remained unchanged.", "Serum leptin"),
+    _meaning("a hypothesis stated as a finding", "Stem cells segregate their chromosomes asymmetrically.", "stem cells"),
+    _meaning("less than 6 % read as all", "HSCs retained BrdU after four months.", "HSCs"),
+    _meaning("'independent of' dropped", "The lipolysis was largely of food intake in this cohort.", "lipolysis"),
+    _meaning("association read as cause", "Smoking caused higher arterial calcification in this cohort.",
+             "arterial calcification"),
+    Attack("synthesis reverses a surviving finding's comparison", "meaning", (_sourced(GRAFT, "Graft patency", GRAFT),),
+           synthesis=(_sourced("Graft patency was lower in non-smokers than in smokers.", "Graft patency", GRAFT),),
+           target="synthesis"),
+)
+
+
 def _labels(user: str) -> dict[str, str]:
     """Passage label -> its text, read back from the prompt's "[S1] title\\ntext" blocks."""
     labels: dict[str, str] = {}
@@ -229,9 +283,8 @@ def completion(payload: dict) -> dict:
 
 
 @dataclass
-class HostileModel:
-    """The server's answers for the attack in play (set `attack` before each deliberation)."""
-    attack: Attack | None = None
+class ChatServer:
+    """A local OpenAI-compatible chat endpoint whose every answer is `answer`'s."""
     server: WireServer = field(default_factory=WireServer)
 
     def __enter__(self) -> Self:
@@ -245,6 +298,15 @@ class HostileModel:
     @property
     def base_url(self) -> str:
         return self.server.url + "/v1"
+
+    def answer(self, received: Received) -> Reply:
+        raise NotImplementedError
+
+
+@dataclass
+class HostileModel(ChatServer):
+    """The server's answers for the attack in play (set `attack` before each deliberation)."""
+    attack: Attack | None = None
 
     def answer(self, received: Received) -> Reply:
         system, user = (m["content"] for m in received.body["messages"])
@@ -262,6 +324,16 @@ class HostileModel:
         else:
             payload = {"claims": [], "insufficient_evidence": attack.insufficient}
         return Reply(200, completion(payload))
+
+
+@dataclass
+class AbstainingVerifier(ChatServer):
+    """A support verifier (the openai verifier's wire format) that abstains on every item: what the
+    audit decides when the verifier cannot tell (issue 35, "abstention is not support")."""
+
+    def answer(self, received: Received) -> Reply:
+        items = json.loads(received.body["messages"][1]["content"])["items"]
+        return Reply(200, completion({"verdicts": [{"i": item["i"], "verdict": "abstain"} for item in items]}))
 
 
 @dataclass(frozen=True)

@@ -42,16 +42,16 @@ REFUSED = [
     (TRIAL[:-1] + ", an effect confirmed in 100 % of human patients.", TRIAL, "claim_not_covered", "100"),
     ("Vitamin D supplementation reduced hip fractures by 40 percent in adults over 65.", TRIAL,
      "claim_not_covered", "40"),
-    ("Vitamin D supplementation always reduced hip fractures in adults.", TRIAL, "claim_not_covered", "always"),
+    ("Vitamin D supplementation always reduced hip fractures in adults.", TRIAL, "quantifier_changed", "always"),
     ("Smoking promotes plaque growth in BRCA2 carriers.", "Smoking may promote plaque growth in the coronary",
      "claim_not_covered", "BRCA2"),
     ("Smoking promotes plaque growth in the coronary arteries.", "Smoking may promote plaque growth in the coronary",
-     "claim_not_covered", "hedges"),
+     "modality_dropped", "may"),
     ("Smoking protects coronary arteries against plaque build-up.", "Smoking may promote plaque growth in the coronary",
      "claim_not_covered", "against"),
     ("Drug X reduced tumour growth.", "Drug X reduced tumour growth", MODELS, "claim_not_covered", "mice"),
     ("Statin therapy lowers stroke risk.", "Statin therapy probably lowers stroke risk", MODELS,
-     "claim_not_covered", "hedges"),
+     "modality_dropped", "probably"),
     # (c) reversed directions, every one counted
     ("Vitamin D supplementation increased hip fractures by 20 percent in adults over 65.", TRIAL,
      "direction_clash", "1 direction clash"),
@@ -59,7 +59,7 @@ REFUSED = [
      "Exercise lowered blood pressure and raised HDL cholesterol", "direction_clash", "2 direction clashes"),
     # (d) the negation just before the quote is read
     ("The association appeared to be confounded by age or sex.", "appear to be confounded by age or sex in this",
-     "negation_clash", "1 around"),
+     "negation_clash", "1 governing"),
     ("Vitamin D supplementation did not reduce hip fractures in adults over 65.", TRIAL, "negation_clash", ""),
     ("Drug Y causes liver damage in adults.", "cause liver damage in adults.", MODELS, "negation_clash", ""),
     ("Vitamin D reduces fracture risk in women.", "vitamin D reduces fracture risk in women",   # a negation far back

@@ -77,3 +77,17 @@ def test_nonsensical_options_are_refused(kwargs):
 def test_whitespace_only_text_has_no_chunks():
     assert chunk_text("   \n\n  ") == []
     assert isinstance(chunk_text("x")[0], Chunk)
+
+
+@pytest.mark.parametrize(("text", "sentences"), [
+    # a lower-case gene or protein name starts a sentence (issue 35)
+    ("Levels of vitamin D. tHcy fell by 20%. mRNA rose. p53 was absent.",
+     ["Levels of vitamin D.", "tHcy fell by 20%.", "mRNA rose.", "p53 was absent."]),
+    # no sentence ends after an abbreviation; a single capital may end one
+    ("Drugs (e.g. Aspirin) work. Fig. 2 shows it. Group A. Then it fell.",
+     ["Drugs (e.g. Aspirin) work.", "Fig. 2 shows it.", "Group A.", "Then it fell."]),
+    # a lower-case ordinary word after a full stop does not start a sentence
+    ("It rose to 5.2 mg. then it fell.", ["It rose to 5.2 mg. then it fell."]),
+])
+def test_sentences_start_at_gene_names_and_not_after_abbreviations(text, sentences):
+    assert [text[s:e] for s, e in sentence_spans(text)] == sentences
