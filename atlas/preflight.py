@@ -4,8 +4,10 @@ folder with no files, a data directory that is a file or cannot be written, a qu
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -48,9 +50,40 @@ def check_data_dir(data_dir: Path) -> None:
     if not existing.is_dir():
         raise PreflightError(f"the data directory {data_dir}{where} is a file, not a directory: set ATLAS_DATA_DIR "
                              "to a directory (it is created if missing)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PreflightError(f"the data directory {data_dir}{where} is not writable by this user: set ATLAS_DATA_DIR "
-                             "to a directory you can write (it is created if missing)")
+    check_writable(existing)
+
+
+# Below this much free space PostgreSQL cannot initialise a cluster (~40 MB) or write its WAL segments (16 MB each).
+MIN_FREE_BYTES = 64 * 1024 * 1024
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def check_writable(where: Path, error: type[ValueError] = PreflightError) -> None:
+    """Whether the embedded PostgreSQL can write its files in `where`, by writing there (a permission check cannot
+    see a read-only mount or a full disk): else `error`, in one line naming the cause and the fix."""
+    probe = Path(where) / f".atlas-write-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"probe")
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        if exc.errno in _NOT_WRITABLE:
+            raise error(f"the data directory {where} is not writable ({exc.strerror}): the embedded PostgreSQL keeps "
+                        "its files there; make it writable (a read-only mount?), or set ATLAS_DATA_DIR to a writable "
+                        "directory") from None
+        if exc.errno in _FULL:
+            raise error(f"the disk of the data directory {where} is full ({exc.strerror}): free space there, or set "
+                        "ATLAS_DATA_DIR to a directory on a disk with room") from None
+        raise
+    free = shutil.disk_usage(where).free
+    if free < MIN_FREE_BYTES:
+        raise error(f"the disk of the data directory {where} is nearly full ({free // 2**20} MiB free; the embedded "
+                    f"PostgreSQL needs {MIN_FREE_BYTES // 2**20} MiB): free space there, or set ATLAS_DATA_DIR to a "
+                    "directory on a disk with room")
 
 
 @cache

@@ -18,7 +18,6 @@ interpreter exits.
 from __future__ import annotations
 
 import atexit
-import errno
 import json
 import logging
 import os
@@ -28,6 +27,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from forum_atlas.preflight import check_writable
 
 log = logging.getLogger(__name__)
 
@@ -93,39 +94,11 @@ def _prepare_data_dir(data_dir: Path) -> None:
                            "to a directory (it is created if missing)") from None
 
 
-# Below this much free space PostgreSQL cannot initialise a cluster (~40 MB) or write its WAL segments (16 MB each).
-MIN_FREE_BYTES = 64 * 1024 * 1024
-_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
-_FULL = {errno.ENOSPC, errno.EDQUOT}
-
-
 def _check_writable(pgdata: Path) -> None:
     """Say in one line, before pg_ctl runs (and retries, and prints its log), that the server could not write
     where its files go: a read-only mount or directory, a full disk."""
     # Not into a cluster being initialised (initdb wants its directory empty): its parent then.
-    where = pgdata if (pgdata / "PG_VERSION").exists() else pgdata.parent
-    probe = where / f".atlas-write-probe-{os.getpid()}"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, b"probe")
-        finally:
-            os.close(fd)
-            probe.unlink(missing_ok=True)
-    except OSError as exc:
-        if exc.errno in _NOT_WRITABLE:
-            raise DataDirError(f"the data directory {where} is not writable ({exc.strerror}): the embedded PostgreSQL "
-                               "keeps its files there; make it writable (a read-only mount?), or set ATLAS_DATA_DIR to a "
-                               "writable directory") from None
-        if exc.errno in _FULL:
-            raise DataDirError(f"the disk of the data directory {where} is full ({exc.strerror}): free space there, or "
-                               "set ATLAS_DATA_DIR to a directory on a disk with room") from None
-        raise
-    free = shutil.disk_usage(where).free
-    if free < MIN_FREE_BYTES:
-        raise DataDirError(f"the disk of the data directory {where} is nearly full ({free // 2**20} MiB free; the "
-                           f"embedded PostgreSQL needs {MIN_FREE_BYTES // 2**20} MiB): free space there, or set "
-                           "ATLAS_DATA_DIR to a directory on a disk with room")
+    check_writable(pgdata if (pgdata / "PG_VERSION").exists() else pgdata.parent, DataDirError)
 
 
 def _missing_binary(exc: BaseException) -> DataDirError | None:

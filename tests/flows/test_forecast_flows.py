@@ -88,7 +88,7 @@ def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, sha
     from forum_atlas.flows.bind_forecasts import bind_forecasts
 
     repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
-    shipped = _deployment("bind-forecasts")["schedules"][0]
+    shipped = _deployment("bind-forecasts")["initial_schedules"][0]
     params = {"params": {"as_of": "2025-04-15T00:00:00+00:00", "questions": [
         {"key": "lane-unrate", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}]}}
     deployment = bind_forecasts.to_deployment(
