@@ -8,22 +8,26 @@ may not reorder the arguments of a relation, move or re-bind a number, splice tw
 invert a frame. Each of the checks below names its own downgrade reason:
 
 - `unit_changed` — a number of the claim keeps the unit the sentence gives it (`μm` is not `m`, nor
-  `years` `months`; a unit dropped or added counts).
+  `years` `months`; a unit dropped or added counts), and says a number with its unit no more often than
+  the sentence does.
 - `number_rebound` — a number keeps its role: mean, median, range start or end, interval level or
   bound, p-value, ratio, a side of a comparison, a comparator in front of it ("less than 6 %").
 - `order_changed` — the claim's content words, numbers and direction words align to the sentence in
   order (within each coordinated part or moved phrase of the claim), so each argument keeps its role.
 - `clauses_spliced` — consecutive claim words may not jump over another clause's predicate and its
-  new subject ("A increased X, and B decreased Y" does not give "A decreased Y").
+  new subject ("A increased X, and B decreased Y" does not give "A decreased Y"), nor drop one clause's
+  predicate and go on in the next ("A was enrolled, and B was given" does not give "A was given"),
+  unless the claim joins the two itself; a ';' in brackets ends no clause.
 - `comparison_reversed` / `frame_dropped` — the sides of "than", "compared with", "versus", "relative
   to", "followed by", "rather than", "instead of" stay on their sides; a claim that keeps both sides
   without the comparison, or keeps what "rather than"/"instead of" rejects without it, drops the frame.
 - `modality_dropped` — a hypothesis, aim, proposal, suggestion, question, hedge or another party's
   view governing the claimed words must stay a hypothesis (the claim keeps a cue of that kind). The
-  cues are an open class: modal verbs and words built on hypothesis/proposal/speculation stems.
+  cues are an open class: modal verbs and words built on hypothesis/proposal/speculation stems. "can"
+  and "must" are kept too (a possibility is not a fact), but keep no hypothesis themselves.
 - `quantifier_changed` — a quantifier of the claim (all, every, most, some, only, …) is the
-  sentence's; one of the sentence's governing the claimed words ("less than 6 % of HSCs", "some
-  patients") is kept.
+  sentence's; each of the sentence's governing the claimed words ("less than 6 % of HSCs", "some
+  patients", "25 out of 7,781 cases") is kept, counted ("most A … most B" needs both).
 - `negation_clash` / `polarity_clash` — negations governing the claimed words are counted exactly,
   not modulo two: not/no/never/failed to/no longer, and morphological or lexical ones (non-, un-,
   in-/im-/ir-/il-, dis- on a word the other text has without it; -independent; lack/absence of;
