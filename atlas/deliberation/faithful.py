@@ -273,9 +273,12 @@ def _clause_start(sentence: list[Tok], pos: int) -> int:
 
 
 def _governs(sentence: list[Tok], cue: Tok, aligned: set[int]) -> bool:
-    """A cue governs the claimed words when one of them follows it in the same clause."""
+    """A cue governs the claimed words when one of them follows it in the same clause; a cue in an aside
+    ("(a distinct pathogenic subset)", "(potentially curative)") only the aside's words."""
+    depth = 0
     for tok in sentence[cue.pos + 1:]:
-        if tok.text in _BOUNDARY or tok.text in _SOFT_BOUNDARY:
+        depth += (tok.text == "(") - (tok.text == ")")
+        if tok.text in _BOUNDARY or tok.text in _SOFT_BOUNDARY or depth < 0:
             return False
         if tok.pos in aligned:
             return True
@@ -437,12 +440,13 @@ def _splice(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | No
         same_block = block_of.get(a.pos) == block_of.get(b.pos)
         # a phrase moved into the claim is checked only when it is a phrase of the other clause
         # ("increased in only 10 of 50"); its words may stand elsewhere as they please ("ApoE mice" -> "in mice")
-        lifted = not same_block and claim[b.pos - 1].text in _MOVABLE and sentence[q - 1].text == claim[b.pos - 1].text
+        prep = next((t.text for t in reversed(claim[a.pos + 1:b.pos]) if t.text in _MOVABLE), None)
+        lifted = not same_block and prep is not None and prep in {t.text for t in sentence[max(p + 1, q - 3):q]}
         if (same_block or lifted) and not any(t.text in _JOINS for t in claim[a.pos + 1:b.pos]):
             k = _clause_break(between, inside)
             # a predicate skipped on either side of the break; a new subject (or a contrast) after it
             if k is not None and any(_predicate(t) for t in between[:k] + between[k + 1:]) and (
-                    between[k].text in _CONTRAST or any(t.kind in ALIGNED for t in between[k + 1:])):
+                    between[k].text in _CONTRAST or between[k].text == ";" or any(t.kind in ALIGNED for t in between[k + 1:])):
                 return Fault("clauses_spliced", f"the claim skips a predicate and goes on in another clause "
                                                 f"(after '{between[k].text}')")
         if not same_block:
@@ -546,11 +550,12 @@ def _quantifiers(claim: list[Tok], sentence: list[Tok], al: _Alignment, same: Sa
             return Fault("quantifier_changed", f"the source says '{word}' {n} time(s) over the claimed words; "
                                                f"the claim {mine[word]}")
     # "6 % of HSCs", "25 out of 7,781 cases": a proportion in front of a claimed word
-    mine_numbers = {c.text for c in claim if c.kind == "number"}
+    # kept as a share ("14 of 14 models" is not "14 models"): the number with its "of" words
+    mine_shares = {(c.text, *(o.text for o in claim[i + 1:i + 3])) for i, c in enumerate(claim) if c.kind == "number"}
     for i, t in enumerate(sentence):
         nxt = [o.text for o in sentence[i + 1:i + 3]]
         of = 2 if nxt[:2] in (["percent", "of"], ["out", "of"]) else 1 if nxt[:1] == ["of"] else 0
-        if (t.kind == "number" and of and t.text not in mine_numbers
+        if (t.kind == "number" and of and (t.text, *nxt[:of]) not in {share[:of + 1] for share in mine_shares}
                 and any(o.pos in aligned for o in sentence[i + 1 + of:i + 5 + of])):
             return Fault("quantifier_changed", f"the source limits it to {t.text} {' '.join(nxt[:of])} them; "
                                                "the claim drops it")

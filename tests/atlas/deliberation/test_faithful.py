@@ -187,3 +187,37 @@ def test_can_keeps_no_hypothesis():
     assert modality_class("can") == modality_class("must") == "ability"
     sentence = "We tested the hypothesis that statins can reduce mortality in sepsis."
     assert ground("Statins can reduce mortality in sepsis", sentence, sentence).failed == "modality_dropped"
+
+
+MUTATED = ("Forty-seven genes were significantly mutated with TET2, SF3B1, ASXL1, SRSF2, DNMT3A, and RUNX1 mutated in "
+           ">10% of cases.")                                                                         # 2359152
+P16 = ("In 14 of 14 tested tumor models, expression of p16(LUC) was focally activated by early neoplastic events, "
+       "enabling visualization of tumors with sensitivity exceeding other imaging modalities.")      # 17717391
+RRT = ("Whether or not the patients should have received RRT (a retrospective assessment determined by three "
+       "independent reviewers) was used as the reference.")                                          # 6250701
+RADIOTHERAPY = ("We report a single-centre prospective audit of 29 lung cancer patients who were awaiting radical "
+                "(potentially curative) radiotherapy.")                                              # 7852582
+
+
+def test_a_share_is_kept_as_a_share_and_a_phrase_is_not_lifted_from_another_clause():
+    assert ground("In 14 tested tumor models, expression of p16(LUC) was focally activated by early neoplastic "
+                  "events", P16, P16).failed == "quantifier_changed"
+    assert ground("In 14 of 14 tested tumor models, expression of p16(LUC) was focally activated", P16, P16).failed \
+        is None
+    # "mutated in >10% of cases" is said of six genes, not of the forty-seven
+    assert ground("Forty-seven genes mutated in >10% of cases", MUTATED, MUTATED).failed == "clauses_spliced"
+    assert ground("Forty-seven genes were significantly mutated", MUTATED, MUTATED).failed is None
+
+
+@pytest.mark.parametrize(("claim", "sentence"), [
+    ("Whether or not the patients should have received RRT was used as the reference", RRT),
+    ("We report a single-centre prospective audit of 29 lung cancer patients who were awaiting radical radiotherapy",
+     RADIOTHERAPY),
+])
+def test_a_cue_in_a_bracketed_aside_governs_only_the_aside(claim, sentence):
+    assert ground(claim, sentence, sentence).failed is None
+
+
+def test_a_cue_in_a_bracketed_aside_still_governs_the_aside():
+    assert ground("Lung cancer patients were awaiting curative radiotherapy", RADIOTHERAPY, RADIOTHERAPY).failed \
+        == "modality_dropped"
