@@ -566,7 +566,11 @@ def _polarity(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | 
     aligned = set(al.at.values())
     theirs = [t for t in sentence if t.kind == "negation" and _governs(sentence, t, aligned)]
     mine = [t for t in claim if t.kind == "negation" and _governs(claim, t, set(al.at))]
-    flips = al.flips
+    # a negated framing word ("unobserved", "unreported") against the claim's bare one: framing words are
+    # not aligned, so the affix is compared here
+    bare = {t.stem for t in claim if t.text in FRAMING}
+    flips = al.flips + sum(1 for t in sentence if (root := _negated_root(t.text)) in FRAMING
+                           and light_stem(root) in bare and not any(c.text == t.text for c in claim))
     if len(mine) + flips == len(theirs) or len(theirs) + flips == len(mine):
         return None
     plain = all(t.text in PLAIN_NEGATIONS for t in (*theirs, *mine)) and not flips

@@ -221,3 +221,12 @@ def test_a_cue_in_a_bracketed_aside_governs_only_the_aside(claim, sentence):
 def test_a_cue_in_a_bracketed_aside_still_governs_the_aside():
     assert ground("Lung cancer patients were awaiting curative radiotherapy", RADIOTHERAPY, RADIOTHERAPY).failed \
         == "modality_dropped"
+
+
+def test_a_negating_affix_on_a_framing_word_counts():
+    sentence = ("Two-stage residual inclusion instrumental variable (2SRI-IV) analyses tested and adjusted for "
+                "potential confounding based on unobserved factors or measurement error.")          # 24323695
+    assert ground("2SRI-IV analyses adjusted for potential confounding based on observed factors", sentence,
+                  sentence).failed == "polarity_clash"
+    assert ground("2SRI-IV analyses adjusted for potential confounding based on unobserved factors", sentence,
+                  sentence).failed is None
