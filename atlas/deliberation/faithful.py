@@ -510,9 +510,13 @@ _KEPT_BY = {"aim": {"aim"}, "attribution": {"attribution"}, "hedge": {"hedge", "
 
 def _modality(claim: list[Tok], sentence: list[Tok], aligned: set[int]) -> Fault | None:
     """Each kind of frame governing the claimed words (a hedge, an aim or question, another party's view)
-    is kept by a cue of the same kind in the claim."""
-    governing = [t for t in _cues(sentence, ("modal",)) if _governs(sentence, t, aligned)]
-    mine = {modality_class(t.text) for t in _cues(claim, ("modal",))}
+    is kept by a cue of the same kind in the claim. A claim cue that is the sentence's own cue of words it
+    does not govern keeps nothing else ("(uncertainty)" in both does not keep a dropped "can")."""
+    cues = _cues(sentence, ("modal",))
+    governing = [t for t in cues if _governs(sentence, t, aligned)]
+    idle = Counter(t.text for t in cues if t not in governing and t.text not in {g.text for g in governing})
+    said = Counter(t.text for t in _cues(claim, ("modal",)))
+    mine = {modality_class(word) for word, n in said.items() if n > idle[word]}
     if claim and claim[-1].text == "?":
         mine.add("aim")
     dropped = [t.text for t in governing if not _KEPT_BY[modality_class(t.text)] & mine]

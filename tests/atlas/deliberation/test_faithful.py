@@ -230,3 +230,12 @@ def test_a_negating_affix_on_a_framing_word_counts():
                   sentence).failed == "polarity_clash"
     assert ground("2SRI-IV analyses adjusted for potential confounding based on unobserved factors", sentence,
                   sentence).failed is None
+
+
+def test_a_cue_the_claim_copies_from_an_aside_keeps_no_other_frame():
+    sentence = ("This between-area correlation can be used to reduce the standard error (uncertainty) about the "
+                "observed difference in areas.")                                                     # 15953181
+    assert ground("This between-area correlation be used to reduce the standard error (uncertainty) about the "
+                  "observed difference in areas", sentence, sentence).failed == "modality_dropped"
+    assert ground("This between-area correlation can be used to reduce the standard error (uncertainty)", sentence,
+                  sentence).failed is None
