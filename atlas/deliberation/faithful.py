@@ -34,7 +34,8 @@ invert a frame. Each of the checks below names its own downgrade reason:
   without; rather than; instead of). `negation_clash` when only plain negations differ.
 
 A sentence negation, modality cue or quantifier governs the claimed words when a claimed word follows
-it in the same clause (a clause ends at ; : and at commas before a new clause), so a claim that
+it in the same clause (a clause ends at ; : and at commas before a new clause; a cue in brackets governs
+only the bracketed words), so a claim that
 deletes a negated phrase with its negation ("without Y", "but not in Z") keeps its tag, and a claim
 that keeps one of two negations faithfully is not refused by parity.
 
