@@ -481,7 +481,10 @@ _FRAMES = (
 _ATTRIBUTED = re.compile(
     r"^(?P<x>[A-Z][^,;]{2,80}?) (?:has|have|had|is|are|was|were) (?:been )?(?:widely |previously |also |generally )?"
     r"(?:proposed|postulated|suggested|hypothesi[sz]ed|thought|believed|predicted|presumed|assumed|implicated|"
-    r"speculated|expected|likely|reported) (?:to )(?P<rest>(?:be |have )?[a-z][^;]*)$")
+    r"speculated|expected|likely|reported) (?:to )"
+    # "reported to the study coordinator": a recipient, not a view (the view's "to" takes a verb)
+    r"(?!(?:the|a|an|this|these|those|that|their|its|our|his|her|each|all|every|them|us)\b)"
+    r"(?P<rest>(?:be |have )?[a-z][^;]*)$")
 _MODAL = re.compile(r"^(?P<x>[A-Z][^,;]{2,80}?) (?P<m>may|might|could|can|would|appears to|appear to|seems to|seem to) "
                     r"(?:also |partly |partially |potentially |therefore |thus )?(?P<rest>[a-z][^;]*)$")
 

@@ -61,7 +61,7 @@ def run_attacks(home: Path) -> list:
     from forum_atlas.config import Settings
     from forum_atlas.runtime import pgserver
     from forum_atlas.store.db import Database
-    from tests.support.hostile_model import ATTACKS, MEANING_ATTACKS, HostileModel, load_corpus, play
+    from tests.support.hostile_model import ATTACKS, HostileModel, load_corpus, play
 
     url = fresh_database(pgserver.embedded_url(home / "pgdata"), ATTACK_DB)
     settings = Settings(database_url=url, data_dir=home, embedder="hashed", llm="openai")
@@ -70,7 +70,7 @@ def run_attacks(home: Path) -> list:
     with HostileModel() as model:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = model.base_url, "sk-bench-not-a-secret"
         try:
-            return [play(model, attack, settings) for attack in (*ATTACKS, *MEANING_ATTACKS)]
+            return [play(model, attack, settings) for attack in ATTACKS]
         finally:
             del os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
 

@@ -8,29 +8,34 @@ may not reorder the arguments of a relation, move or re-bind a number, splice tw
 invert a frame. Each of the checks below names its own downgrade reason:
 
 - `unit_changed` — a number of the claim keeps the unit the sentence gives it (`μm` is not `m`, nor
-  `years` `months`; a unit dropped or added counts).
+  `years` `months`; a unit dropped or added counts), and says a number with its unit no more often than
+  the sentence does.
 - `number_rebound` — a number keeps its role: mean, median, range start or end, interval level or
   bound, p-value, ratio, a side of a comparison, a comparator in front of it ("less than 6 %").
 - `order_changed` — the claim's content words, numbers and direction words align to the sentence in
   order (within each coordinated part or moved phrase of the claim), so each argument keeps its role.
 - `clauses_spliced` — consecutive claim words may not jump over another clause's predicate and its
-  new subject ("A increased X, and B decreased Y" does not give "A decreased Y").
+  new subject ("A increased X, and B decreased Y" does not give "A decreased Y"), nor drop one clause's
+  predicate and go on in the next ("A was enrolled, and B was given" does not give "A was given"),
+  unless the claim joins the two itself; a ';' in brackets ends no clause.
 - `comparison_reversed` / `frame_dropped` — the sides of "than", "compared with", "versus", "relative
   to", "followed by", "rather than", "instead of" stay on their sides; a claim that keeps both sides
   without the comparison, or keeps what "rather than"/"instead of" rejects without it, drops the frame.
 - `modality_dropped` — a hypothesis, aim, proposal, suggestion, question, hedge or another party's
   view governing the claimed words must stay a hypothesis (the claim keeps a cue of that kind). The
-  cues are an open class: modal verbs and words built on hypothesis/proposal/speculation stems.
+  cues are an open class: modal verbs and words built on hypothesis/proposal/speculation stems. "can"
+  and "must" are kept too (a possibility is not a fact), but keep no hypothesis themselves.
 - `quantifier_changed` — a quantifier of the claim (all, every, most, some, only, …) is the
-  sentence's; one of the sentence's governing the claimed words ("less than 6 % of HSCs", "some
-  patients") is kept.
+  sentence's; each of the sentence's governing the claimed words ("less than 6 % of HSCs", "some
+  patients", "25 out of 7,781 cases") is kept, counted ("most A … most B" needs both).
 - `negation_clash` / `polarity_clash` — negations governing the claimed words are counted exactly,
   not modulo two: not/no/never/failed to/no longer, and morphological or lexical ones (non-, un-,
   in-/im-/ir-/il-, dis- on a word the other text has without it; -independent; lack/absence of;
   without; rather than; instead of). `negation_clash` when only plain negations differ.
 
 A sentence negation, modality cue or quantifier governs the claimed words when a claimed word follows
-it in the same clause (a clause ends at ; : and at commas before a new clause), so a claim that
+it in the same clause (a clause ends at ; : and at commas before a new clause; a cue in brackets governs
+only the bracketed words), so a claim that
 deletes a negated phrase with its negation ("without Y", "but not in Z") keeps its tag, and a claim
 that keeps one of two negations faithfully is not refused by parity.
 
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,7 +77,7 @@ _NEGATION_PHRASES = ((r"\bno longer\b", "nolonger"), (r"\brather than\b", "rathe
                      (r"\bgreater than\b", "greaterthan"), (r"\bat least\b", "atleast"), (r"\bat most\b", "atmost"),
                      (r"\bup to\b", "upto"), (r"\ba (?:number|variety|subset|proportion|fraction) of\b", "anumberof"))
 PLAIN_NEGATIONS = frozenset("not no never none nor neither nolonger failedto unlikely hardly scarcely barely".split())
-LEXICAL_NEGATIONS = frozenset("""without lossof lackof absenceof lack lacks lacking lacked absent independent
+LEXICAL_NEGATIONS = frozenset("""without lossof lackof absenceof absence lack lacks lacking lacked absent independent
 independently ratherthan insteadof unable""".split())
 # Affixes that negate the word they are on, when the other text has the word without them.
 NEGATING_PREFIXES = ("non", "un", "in", "im", "ir", "il", "dis", "anti")
@@ -90,7 +96,9 @@ _AIM_STEMS = re.compile(r"^(?:aim|objectiv|purpose|goal|sought|seek|question|whe
 # "to examine X": an aim (the infinitive of purpose), read as one cue
 _PURPOSE = re.compile(r"\bto (?=(?:investigate|examine|explore|determine|assess|evaluate|test|study|compare|"
                       r"identify|characteri[sz]e|clarify|elucidate)\b)")
-MODAL_VERBS = frozenset("may might could would should if unless seem seems seemed".split())   # "can", "must": not hedges
+MODAL_VERBS = frozenset("may might could would should if unless seem seems seemed".split())
+# "can", "must": a possibility or a necessity, not a hedge; dropping one states it as a fact
+ABILITY_VERBS = frozenset("can must".split())
 _ASSOCIATION = re.compile(r"^(?:associat|correlat|linked|relat(?:ed|ion))")
 ATTRIBUTION = frozenset("others other previous previously prior earlier reportedly widely traditionally "
                         "conventionally commonly literature background".split())
@@ -126,7 +134,7 @@ def _kind(word: str) -> str:
         return "comparator"
     if word in QUANTIFIERS:
         return "quantifier"
-    if word in MODAL_VERBS or word in ATTRIBUTION or _MODAL_STEMS.match(word) or _AIM_STEMS.match(word):
+    if word in MODAL_VERBS or word in ABILITY_VERBS or word in ATTRIBUTION or _MODAL_STEMS.match(word) or _AIM_STEMS.match(word):
         return "modal"
     if word in _FUNCTION or word in FRAMING:
         return "function"   # framing ("the study found that") may be added or dropped: it is not aligned
@@ -266,9 +274,12 @@ def _clause_start(sentence: list[Tok], pos: int) -> int:
 
 
 def _governs(sentence: list[Tok], cue: Tok, aligned: set[int]) -> bool:
-    """A cue governs the claimed words when one of them follows it in the same clause."""
+    """A cue governs the claimed words when one of them follows it in the same clause; a cue in an aside
+    ("(a distinct pathogenic subset)", "(potentially curative)") only the aside's words."""
+    depth = 0
     for tok in sentence[cue.pos + 1:]:
-        if tok.text in _BOUNDARY or tok.text in _SOFT_BOUNDARY:
+        depth += (tok.text == "(") - (tok.text == ")")
+        if tok.text in _BOUNDARY or tok.text in _SOFT_BOUNDARY or depth < 0:
             return False
         if tok.pos in aligned:
             return True
@@ -308,7 +319,16 @@ def _number_reading(toks: list[Tok], i: int) -> tuple[str, str, str]:
 
 
 def _numbers(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | None:
-    """Each number read at the occurrence the alignment gave it (any occurrence when it has none)."""
+    """Each number read at the occurrence the alignment gave it (any occurrence when it has none); a
+    number with its unit is said no more often than the sentence says it ("between 1 month and 1 year"
+    is not "between 1 year and 1 year")."""
+    said = Counter((t.text, _number_reading(sentence, j)[0]) for j, t in enumerate(sentence) if t.kind == "number")
+    told = Counter((t.text, _number_reading(claim, i)[0]) for i, t in enumerate(claim) if t.kind == "number")
+    for (number, unit), n in told.items():
+        if said[(number, unit)] and n > said[(number, unit)]:
+            theirs = sorted({u or "no unit" for (x, u) in said if x == number})
+            return Fault("unit_changed", f"{number} {unit or '(no unit)'} {n} times in the claim; the source says it "
+                                         f"{said[(number, unit)]} time(s), with {' and '.join(theirs)}")
     for i, tok in enumerate(claim):
         if tok.kind != "number":
             continue
@@ -374,27 +394,92 @@ def _comparisons(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault
     return None
 
 
-def _splice(sentence: list[Tok], al: _Alignment) -> Fault | None:
-    """Consecutive claim words may not skip another clause's predicate followed by a new subject."""
-    for block in al.blocks:
-        spots = [al.at[t.pos] for t in block if t.pos in al.at]
-        for p, q in zip(spots, spots[1:]):
-            between = sentence[p + 1:q]
-            cut = next((k for k, t in enumerate(between) if t.text in (";", ":")), None)
-            if cut is not None and any(t.kind in ALIGNED for t in between[:cut]) and any(
-                    t.kind in ALIGNED for t in between[cut + 1:]):
-                return Fault("clauses_spliced", "the claim joins words from both sides of a ';' or ':' of the source")
-            contrast = next((k for k, t in enumerate(between) if t.text in _CONTRAST), None)
-            if contrast is not None and any(t.kind in ALIGNED for t in between[:contrast]) and any(
-                    t.kind in ALIGNED for t in between[contrast + 1:]):
-                return Fault("clauses_spliced", f"the claim joins words from both sides of '{between[contrast].text}'")
-            if not any(t.kind in ("direction", "negation") for t in between):
-                continue
-            breaks = [k for k, t in enumerate(between) if t.text in (",", ";", "and", "but", "whereas", "while")]
-            if breaks and any(t.kind == "content" for t in between[breaks[-1] + 1:]) and any(
-                    t.kind == "direction" for t in between[:breaks[-1]]):
-                return Fault("clauses_spliced", "the claim joins words of two clauses of the source")
+_BE = frozenset("is are was were be been has have had".split())
+
+
+def _bracketed(toks: list[Tok]) -> set[int]:
+    """Positions inside brackets: a ';' in "(SR; combination therapy)" ends no clause."""
+    inside, depth = set(), 0
+    for tok in toks:
+        depth = depth + 1 if tok.text == "(" else max(depth - 1, 0) if tok.text == ")" else depth
+        if depth:
+            inside.add(tok.pos)
+    return inside
+
+
+def _predicate(tok: Tok) -> bool:
+    """A word that can carry a clause's predicate: a form of be/have, a participle or past tense."""
+    return tok.text in _BE or (tok.kind in ("content", "direction") and len(tok.text) >= 4
+                               and tok.text.endswith(("ed", "en")))
+
+
+def _clause_break(between: list[Tok], inside: set[int]) -> int | None:
+    """Index of the first word that starts a new clause: a contrast word, ';', or ', and' / ', but'."""
+    for k, t in enumerate(between):
+        if t.pos in inside:
+            continue
+        if t.text in _CONTRAST or t.text == ";" or (t.text in ("and", "but") and k and between[k - 1].text == ","):
+            return k
     return None
+
+
+_JOINS = frozenset(",;:").union({"and", "or"}, _CONTRAST)
+
+
+def _splice(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | None:
+    """Consecutive claim words may not skip another clause's predicate followed by a new subject, nor
+    drop the predicate of one clause and go on in the next ("Ninety subjects were enrolled, and LAJEV
+    was given" does not give "Ninety subjects was given"), unless the claim joins them itself."""
+    inside = _bracketed(sentence)
+    block_of = {t.pos: n for n, block in enumerate(al.blocks) for t in block}
+    placed = [t for t in claim if t.pos in al.at]
+    for a, b in zip(placed, placed[1:]):
+        p, q = al.at[a.pos], al.at[b.pos]
+        between = sentence[p + 1:q]
+        if not between:
+            continue
+        same_block = block_of.get(a.pos) == block_of.get(b.pos)
+        # a phrase moved into the claim is checked only when it is a phrase of the other clause
+        # ("increased in only 10 of 50"); its words may stand elsewhere as they please ("ApoE mice" -> "in mice")
+        prep = next((t.text for t in reversed(claim[a.pos + 1:b.pos]) if t.text in _MOVABLE), None)
+        lifted = not same_block and prep is not None and prep in {t.text for t in sentence[max(p + 1, q - 3):q]}
+        if (same_block or lifted) and not any(t.text in _JOINS for t in claim[a.pos + 1:b.pos]):
+            k = _clause_break(between, inside)
+            # a predicate skipped on either side of the break; a new subject (or a contrast) after it
+            if k is not None and any(_predicate(t) for t in between[:k] + between[k + 1:]) and (
+                    between[k].text in _CONTRAST or between[k].text == ";" or any(t.kind in ALIGNED for t in between[k + 1:])):
+                return Fault("clauses_spliced", f"the claim skips a predicate and goes on in another clause "
+                                                f"(after '{between[k].text}')")
+        if not same_block:
+            continue
+        cut = next((k for k, t in enumerate(between) if t.text in (";", ":") and t.pos not in inside), None)
+        if cut is not None and any(t.kind in ALIGNED for t in between[:cut]) and any(
+                t.kind in ALIGNED for t in between[cut + 1:]):
+            return Fault("clauses_spliced", "the claim joins words from both sides of a ';' or ':' of the source")
+        contrast = next((k for k, t in enumerate(between) if t.text in _CONTRAST), None)
+        if contrast is not None and any(t.kind in ALIGNED for t in between[:contrast]) and any(
+                t.kind in ALIGNED for t in between[contrast + 1:]):
+            return Fault("clauses_spliced", f"the claim joins words from both sides of '{between[contrast].text}'")
+        if not any(t.kind in ("direction", "negation") for t in between):
+            continue
+        breaks = [k for k, t in enumerate(between) if t.text in (",", ";", "and", "but", "whereas", "while")]
+        if breaks and any(t.kind == "content" for t in between[breaks[-1] + 1:]) and any(
+                t.kind == "direction" for t in between[:breaks[-1]]):
+            return Fault("clauses_spliced", "the claim joins words of two clauses of the source")
+    return None
+
+
+def in_scope(claim: str, sentence: str, same: Same) -> frozenset[str]:
+    """The sentence's words that may limit the claim: all but those of a later clause the claim does
+    not reach ("X reduced Y, and Z protected mice" does not limit "X reduced Y" to mice)."""
+    s = tokens(sentence)
+    al, _ = _align(_claim_tokens(claim, sentence), s, same)
+    if not al.at:
+        return frozenset(t.text for t in s)
+    last = max(al.at.values())
+    tail = s[last + 1:]
+    k = _clause_break(tail, _bracketed(s))
+    return frozenset(t.text for t in (s if k is None else s[:last + 1 + k]))
 
 
 def _cues(toks: list[Tok], kinds: tuple[str, ...]) -> list[Tok]:
@@ -407,7 +492,10 @@ _HEDGE_VERBS = re.compile(r"^(?:suggest|impl[iy]|propos|postulat|hypothe|believ|
 
 def modality_class(word: str) -> str:
     """aim (an aim, a question), attribution (another party's view), hedge (a verb that proposes:
-    suggest, postulate, …) or modal (a modal verb, or a hedging adverb or adjective: possibly, likely, …)."""
+    suggest, postulate, …), ability ("can", "must") or modal (a modal verb, or a hedging adverb or
+    adjective: possibly, likely, …)."""
+    if word in ABILITY_VERBS:
+        return "ability"
     if word in ATTRIBUTION:
         return "attribution"
     if _AIM_STEMS.match(word):
@@ -415,15 +503,21 @@ def modality_class(word: str) -> str:
     return "hedge" if _HEDGE_VERBS.match(word) else "modal"
 
 
-# what keeps a frame of each kind: a proposing verb is kept by any hedge; a modal only by a modal
-_KEPT_BY = {"aim": {"aim"}, "attribution": {"attribution"}, "hedge": {"hedge", "modal"}, "modal": {"modal"}}
+# what keeps a frame of each kind: a proposing verb is kept by any hedge; a modal only by a modal; "can"
+# by itself or a weaker modal ("may"), and it keeps nothing but itself
+_KEPT_BY = {"aim": {"aim"}, "attribution": {"attribution"}, "hedge": {"hedge", "modal"}, "modal": {"modal"},
+            "ability": {"ability", "modal"}}
 
 
 def _modality(claim: list[Tok], sentence: list[Tok], aligned: set[int]) -> Fault | None:
     """Each kind of frame governing the claimed words (a hedge, an aim or question, another party's view)
-    is kept by a cue of the same kind in the claim."""
-    governing = [t for t in _cues(sentence, ("modal",)) if _governs(sentence, t, aligned)]
-    mine = {modality_class(t.text) for t in _cues(claim, ("modal",))}
+    is kept by a cue of the same kind in the claim. A claim cue that is the sentence's own cue of words it
+    does not govern keeps nothing else ("(uncertainty)" in both does not keep a dropped "can")."""
+    cues = _cues(sentence, ("modal",))
+    governing = [t for t in cues if _governs(sentence, t, aligned)]
+    idle = Counter(t.text for t in cues if t not in governing and t.text not in {g.text for g in governing})
+    said = Counter(t.text for t in _cues(claim, ("modal",)))
+    mine = {modality_class(word) for word, n in said.items() if n > idle[word]}
     if claim and claim[-1].text == "?":
         mine.add("aim")
     dropped = [t.text for t in governing if not _KEPT_BY[modality_class(t.text)] & mine]
@@ -453,18 +547,22 @@ def _quantifiers(claim: list[Tok], sentence: list[Tok], al: _Alignment, same: Sa
     for t in claim:
         if t.kind == "quantifier" and t.text not in theirs:
             return Fault("quantifier_changed", f"the claim says '{t.text}'; the source does not")
-    mine = {t.text for t in claim if t.kind == "quantifier"}
-    for t in sentence:
-        if t.kind == "quantifier" and t.text not in mine and _governs(sentence, t, aligned):
-            return Fault("quantifier_changed", f"the source says '{t.text}'; the claim drops it")
-    # "6 % of HSCs": a proportion in front of a claimed word
-    mine_numbers = {c.text for c in claim if c.kind == "number"}
+    # counted, not as a set: "most Archaea … most genes" is not kept by one "most"
+    mine = Counter(t.text for t in claim if t.kind == "quantifier")
+    governing = Counter(t.text for t in sentence if t.kind == "quantifier" and _governs(sentence, t, aligned))
+    for word, n in governing.items():
+        if n > mine[word]:
+            return Fault("quantifier_changed", f"the source says '{word}' {n} time(s) over the claimed words; "
+                                               f"the claim {mine[word]}")
+    # "6 % of HSCs", "25 out of 7,781 cases": a proportion in front of a claimed word
+    # kept as a share ("14 of 14 models" is not "14 models"): the number with its "of" words
+    mine_shares = {(c.text, *(o.text for o in claim[i + 1:i + 3])) for i, c in enumerate(claim) if c.kind == "number"}
     for i, t in enumerate(sentence):
         nxt = [o.text for o in sentence[i + 1:i + 3]]
-        of = 2 if nxt[:2] == ["percent", "of"] else 1 if nxt[:1] == ["of"] else 0
-        if (t.kind == "number" and of and t.text not in mine_numbers
+        of = 2 if nxt[:2] in (["percent", "of"], ["out", "of"]) else 1 if nxt[:1] == ["of"] else 0
+        if (t.kind == "number" and of and (t.text, *nxt[:of]) not in {share[:of + 1] for share in mine_shares}
                 and any(o.pos in aligned for o in sentence[i + 1 + of:i + 5 + of])):
-            return Fault("quantifier_changed", f"the source limits it to {t.text}{' percent' * (of == 2)} of them; "
+            return Fault("quantifier_changed", f"the source limits it to {t.text} {' '.join(nxt[:of])} them; "
                                                "the claim drops it")
     return None
 
@@ -473,7 +571,11 @@ def _polarity(claim: list[Tok], sentence: list[Tok], al: _Alignment) -> Fault | 
     aligned = set(al.at.values())
     theirs = [t for t in sentence if t.kind == "negation" and _governs(sentence, t, aligned)]
     mine = [t for t in claim if t.kind == "negation" and _governs(claim, t, set(al.at))]
-    flips = al.flips
+    # a negated framing word ("unobserved", "unreported") against the claim's bare one: framing words are
+    # not aligned, so the affix is compared here
+    bare = {t.stem for t in claim if t.text in FRAMING}
+    flips = al.flips + sum(1 for t in sentence if (root := _negated_root(t.text)) in FRAMING
+                           and light_stem(root) in bare and not any(c.text == t.text for c in claim))
     if len(mine) + flips == len(theirs) or len(theirs) + flips == len(mine):
         return None
     plain = all(t.text in PLAIN_NEGATIONS for t in (*theirs, *mine)) and not flips
@@ -505,14 +607,18 @@ def active_voice(claim: str) -> str | None:
     return f"{agent} {m['adverb'] or ''}{m['verb']} {m['patient']}{moved}{m['rest'] or ''}"
 
 
-def faithful(claim: str, sentence: str, same: Same) -> Reading:
-    """The first fault of a claim read against its sentence, and how much of it aligned. A claim in the
-    passive of a simple clause is read in the active voice when that aligns and the passive does not."""
-    c, s = tokens(claim), tokens(sentence)
+def _claim_tokens(claim: str, sentence: str) -> list[Tok]:
     passive = _PASSIVE.match(claim.strip())
     if passive is not None and not re.search(rf"\b{re.escape(passive['verb'])}\s+by\b", sentence, re.IGNORECASE):
         # the sentence says it in the active voice: the claim's agent must be the sentence's subject
-        c = tokens(active_voice(claim) or claim)
+        return tokens(active_voice(claim) or claim)
+    return tokens(claim)
+
+
+def faithful(claim: str, sentence: str, same: Same) -> Reading:
+    """The first fault of a claim read against its sentence, and how much of it aligned. A claim in the
+    passive of a simple clause is read in the active voice when that aligns and the passive does not."""
+    c, s = _claim_tokens(claim, sentence), tokens(sentence)
     al, broken = _align(c, s, same)
     aligned = sum(1 for t in c if t.pos in al.at and t.kind in ("content", "number"))
     checks = (
@@ -521,7 +627,7 @@ def faithful(claim: str, sentence: str, same: Same) -> Reading:
         lambda: _comparisons(c, s, al),
         lambda: Fault("order_changed", f"'{broken[0].text}' stands elsewhere in the source: the claim's words do not "
                                        "follow the sentence's order") if broken else None,
-        lambda: _splice(s, al),
+        lambda: _splice(c, s, al),
         lambda: _modality(c, s, set(al.at.values())),
         lambda: _association(c, s, al),
         lambda: _polarity(c, s, al),

@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from forum_atlas.deliberation.faithful import QUANTIFIERS, faithful
+from forum_atlas.deliberation.faithful import QUANTIFIERS, faithful, in_scope
 from forum_atlas.deliberation.quotes import quote_spans
 from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
 from forum_atlas.ingestion.chunking import sentence_spans
@@ -253,7 +253,8 @@ def _ground_in(c: _Reading, claim: str, context: str) -> Grounding:
     if reading.fault is not None:
         return Grounding(reading.fault.reason, reading.fault.detail, context)
     claim_words = {w.text for w in c.content}
-    dropped_scope = sorted({w.text for w in s.content if w.text in SCOPE_WORDS} - claim_words)
+    limits = in_scope(claim, context, _same_text)
+    dropped_scope = sorted({w.text for w in s.content if w.text in SCOPE_WORDS and w.text in limits} - claim_words)
     if dropped_scope and not (claim_words & SCOPE_WORDS):
         return Grounding("claim_not_covered", f"the source limits it ({', '.join(dropped_scope)}); the claim "
                                               "does not", context)

@@ -176,6 +176,9 @@ EXAMPLES = [
      ["Variants in this gene affect insulin secretion."]),
     (modality_dropped, "Others support the notion that aspirin prevents colorectal cancer in adults.",
      ["Aspirin prevents colorectal cancer in adults."]),
+    # a recipient ("reported to the coordinator"), not another party's view: not an attack (SciFact 11349166)
+    (modality_dropped, "Patients with a CJD diagnosis and a history of donating blood were reported to the study "
+                       "coordinator.", []),
     (quantifier_changed, "Less than 6% of HSCs retained BrdU after four months of chase.",
      ["HSCs retained BrdU after four months of chase."]),
     (quantifier_changed, "Less than 6% of all HSCs retained BrdU after four months of chase.",

@@ -102,7 +102,7 @@ def _sourced(text: str, passage: str, quote: str) -> Claim:
 LAUNDERED = "Vitamin D supplementation eliminated hip fractures in every adult over 65 in this cohort."
 SPOOF = "[SOURCED] S1 · Vitamin D supplementation eliminated hip fractures in every adult."
 
-ATTACKS: tuple[Attack, ...] = (
+QUOTE_ATTACKS: tuple[Attack, ...] = (
     # controls: these must stay [SOURCED]
     Attack("exact quote", "control", (_sourced(D_SENTENCE, "hip fractures", D_SENTENCE),)),
     Attack("whitespace-only difference", "control",
@@ -235,8 +235,6 @@ def _meaning(name: str, claim: str, phrase: str, control: bool = False) -> Attac
 GRAFT = _sentence_of("Graft patency")
 
 # Issue 35: claims that use only the quoted sentence's words but change what it says (and two controls).
-# Not yet in ATTACKS (tests/flows/test_audit_attacks.py requires all of those held); played by
-# `python -m bench.audit_attacks`, part 1.
 MEANING_ATTACKS: tuple[Attack, ...] = (
     _meaning("the sentence itself", _sentence_of("Cold acclimation"), "Cold acclimation", control=True),
     _meaning("a faithful passive", "Plasma levels of adiponectin were markedly reduced by cold acclimation in this "
@@ -259,6 +257,9 @@ MEANING_ATTACKS: tuple[Attack, ...] = (
            synthesis=(_sourced("Graft patency was lower in non-smokers than in smokers.", "Graft patency", GRAFT),),
            target="synthesis"),
 )
+
+# Every attack tests/flows/test_audit_attacks.py requires held and `python -m bench.audit_attacks` plays.
+ATTACKS: tuple[Attack, ...] = (*QUOTE_ATTACKS, *MEANING_ATTACKS)
 
 
 def _labels(user: str) -> dict[str, str]:

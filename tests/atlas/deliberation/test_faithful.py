@@ -118,3 +118,124 @@ def test_frames_are_an_open_class_by_rule():
     assert modality_class("others") == "attribution"
     sentence = "These mutations have been postulated to affect splicing of the transcript in patients."
     assert ground("These mutations affect splicing of the transcript", sentence, sentence).failed == "modality_dropped"
+
+
+SIDS = ("Despite declines in prevalence during the past two decades, sudden infant death syndrome (SIDS) continues to "
+        "be the leading cause of death for infants aged between 1 month and 1 year in developed countries.")  # 2613775
+NINETY = ("Ninety subjects were enrolled, and LAJEV in a 2-dose primary series was given with a 12-month "
+          "interval.")                                                                                # 17591478
+K15 = ("K15-positive cancers tended to show a well-differentiated phenotype, and K19-positive cancers tended to "
+       "show more invasive tumor fronts.")                                                           # 9095394
+NANOG = ("RT-PCR was used to detect the cancer and adjacent tissues, and Nanog gene expression was detected in "
+         "groups A and B in cells.")                                                                 # 17021845
+MALARIA = ("CONCLUSIONS Interventions using current tools can result in major reductions in P. falciparum malaria "
+           "transmission and the associated disease burden in Africa.")                              # 18074797
+ARCHAEA = ("However, most Archaea have only one TBP and/or TFB that presumably must therefore bind to similar "
+           "TATA-box and BRE sequences upstream of most genes.")                                     # 40447899
+PPM1D = ("PPM1D PTV mutations were present in 25 out of 7,781 cases versus 1 out of 5,861 controls "
+         "(P = 1.12 × 10−5).")                                                                       # 4414547 (shortened)
+VARENICLINE = ("OBJECTIVE To determine efficacy and safety of varenicline and bupropion sustained-release (SR; "
+               "combination therapy) compared with varenicline (monotherapy) in cigarette smokers.")  # 11614737
+HOXA9 = ("Hoxa9, Meis1 and Pbx1 proteins have been shown to physically interact with each other, as Hoxa9 "
+         "cooperatively binds consensus DNA sequences with Meis1 and with Pbx1, while Meis1 and Pbx1 form "
+         "heterodimers in both the presence and absence of DNA.")                                    # 18806488
+
+
+@pytest.mark.parametrize(("claim", "sentence", "reason"), [
+    # a number with its unit said more often than the sentence says it
+    ("SIDS continues to be the leading cause of death for infants aged between 1 year and 1 year", SIDS,
+     "unit_changed"),
+    # the predicate of the first clause dropped, the second clause's predicate given to its subject
+    ("Ninety subjects was given with a 12-month interval", NINETY, "clauses_spliced"),
+    ("K15-positive cancers tended to show more invasive tumor fronts", K15, "clauses_spliced"),
+    # the second clause's subject and predicate skipped after the first clause's verb
+    ("RT-PCR was detected in groups A and B in cells", NANOG, "clauses_spliced"),
+    # "can": a possibility stated as a fact
+    ("Interventions using current tools result in major reductions in P. falciparum malaria transmission", MALARIA,
+     "modality_dropped"),
+    # quantifiers counted: one "most" does not keep two
+    ("Most Archaea have only one TBP and/or TFB that presumably must therefore bind to similar TATA-box and BRE "
+     "sequences upstream of genes", ARCHAEA, "quantifier_changed"),
+    # "25 out of 7,781 cases" is not "7,781 cases"
+    ("PPM1D PTV mutations were present in 7,781 cases versus 1 out of 5,861 controls", PPM1D, "quantifier_changed"),
+])
+def test_clauses_counts_and_modals_are_read_exactly(claim, sentence, reason):
+    assert ground(claim, sentence, sentence).failed == reason
+
+
+@pytest.mark.parametrize(("claim", "sentence"), [
+    ("Ninety subjects were enrolled", NINETY),                                       # one clause of two
+    ("LAJEV in a 2-dose primary series was given with a 12-month interval", NINETY),
+    ("Ninety subjects were enrolled, and LAJEV was given with a 12-month interval", NINETY),   # joined as joined
+    ("K19-positive cancers tended to show more invasive tumor fronts", K15),
+    ("Interventions using current tools can result in major reductions in P. falciparum malaria transmission",
+     MALARIA),
+    ("Interventions using current tools may result in major reductions in malaria transmission", MALARIA),
+    # a ';' inside brackets ends no clause
+    ("To determine efficacy and safety of varenicline and bupropion sustained-release compared with varenicline "
+     "(monotherapy) in cigarette smokers", VARENICLINE),
+    # "absence" negates with or without its "of"; a swapped pair keeps the count
+    ("Meis1 and Pbx1 form heterodimers in both the absence and presence of DNA", HOXA9),
+    # a limiter of another clause ("mice") does not limit the claimed clause
+    ("Plasma levels of adiponectin were markedly reduced by cold acclimation", COLD),
+])
+def test_faithful_restatements_of_two_clause_sentences_keep_the_tag(claim, sentence):
+    assert ground(claim, sentence, sentence).failed is None
+
+
+def test_can_keeps_no_hypothesis():
+    assert modality_class("can") == modality_class("must") == "ability"
+    sentence = "We tested the hypothesis that statins can reduce mortality in sepsis."
+    assert ground("Statins can reduce mortality in sepsis", sentence, sentence).failed == "modality_dropped"
+
+
+MUTATED = ("Forty-seven genes were significantly mutated with TET2, SF3B1, ASXL1, SRSF2, DNMT3A, and RUNX1 mutated in "
+           ">10% of cases.")                                                                         # 2359152
+P16 = ("In 14 of 14 tested tumor models, expression of p16(LUC) was focally activated by early neoplastic events, "
+       "enabling visualization of tumors with sensitivity exceeding other imaging modalities.")      # 17717391
+RRT = ("Whether or not the patients should have received RRT (a retrospective assessment determined by three "
+       "independent reviewers) was used as the reference.")                                          # 6250701
+RADIOTHERAPY = ("We report a single-centre prospective audit of 29 lung cancer patients who were awaiting radical "
+                "(potentially curative) radiotherapy.")                                              # 7852582
+
+
+def test_a_share_is_kept_as_a_share_and_a_phrase_is_not_lifted_from_another_clause():
+    assert ground("In 14 tested tumor models, expression of p16(LUC) was focally activated by early neoplastic "
+                  "events", P16, P16).failed == "quantifier_changed"
+    assert ground("In 14 of 14 tested tumor models, expression of p16(LUC) was focally activated", P16, P16).failed \
+        is None
+    # "mutated in >10% of cases" is said of six genes, not of the forty-seven
+    assert ground("Forty-seven genes mutated in >10% of cases", MUTATED, MUTATED).failed == "clauses_spliced"
+    assert ground("Forty-seven genes were significantly mutated", MUTATED, MUTATED).failed is None
+
+
+@pytest.mark.parametrize(("claim", "sentence"), [
+    ("Whether or not the patients should have received RRT was used as the reference", RRT),
+    ("We report a single-centre prospective audit of 29 lung cancer patients who were awaiting radical radiotherapy",
+     RADIOTHERAPY),
+])
+def test_a_cue_in_a_bracketed_aside_governs_only_the_aside(claim, sentence):
+    assert ground(claim, sentence, sentence).failed is None
+
+
+def test_a_cue_in_a_bracketed_aside_still_governs_the_aside():
+    assert ground("Lung cancer patients were awaiting curative radiotherapy", RADIOTHERAPY, RADIOTHERAPY).failed \
+        == "modality_dropped"
+
+
+def test_a_negating_affix_on_a_framing_word_counts():
+    sentence = ("Two-stage residual inclusion instrumental variable (2SRI-IV) analyses tested and adjusted for "
+                "potential confounding based on unobserved factors or measurement error.")          # 24323695
+    assert ground("2SRI-IV analyses adjusted for potential confounding based on observed factors", sentence,
+                  sentence).failed == "polarity_clash"
+    assert ground("2SRI-IV analyses adjusted for potential confounding based on unobserved factors", sentence,
+                  sentence).failed is None
+
+
+def test_a_cue_the_claim_copies_from_an_aside_keeps_no_other_frame():
+    sentence = ("This between-area correlation can be used to reduce the standard error (uncertainty) about the "
+                "observed difference in areas.")                                                     # 15953181
+    assert ground("This between-area correlation be used to reduce the standard error (uncertainty) about the "
+                  "observed difference in areas", sentence, sentence).failed == "modality_dropped"
+    assert ground("This between-area correlation can be used to reduce the standard error (uncertainty)", sentence,
+                  sentence).failed is None
