@@ -483,16 +483,20 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
     corpus.mkdir()
     with open(shared_data / "scifact" / "beir" / "corpus.jsonl", encoding="utf-8") as full:
         (corpus / "corpus.jsonl").write_text("".join(line for _, line in zip(range(3000), full)), encoding="utf-8")
-    run_id = _start(stack, "ingest/ingest", path=str(corpus), batch_size=100)
+    run_id = _start(stack, "ingest/ingest", path=str(corpus), batch_size=300)
 
     def stored() -> int:
         with db.connection() as conn:
             return conn.execute("SELECT count(*) AS n FROM forum.documents d JOIN forum.sources s USING (source_id) "
                                 "WHERE s.name = 'SciFact corpus (S2ORC abstracts)'").fetchone()["n"]
 
+    # Killed once a batch committed (the run is past its first heartbeat) and the server has recorded a task run as
+    # Running: task-run states reach it as events, which a killed process may never send, so without the second
+    # condition the kill can fall where the server knows of no task run to close (a CI run saw exactly that).
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    while stored() == 0 and time.monotonic() < deadline:   # a batch committed: the run is past its first heartbeat
+    while (stored() == 0 or not _task_runs(stack, run_id, "RUNNING")) and time.monotonic() < deadline:
         time.sleep(0.2)
+    assert stored() < 3000, "the ingest ended before the kill"
     worker = stack.pids["worker"]
     _kill_with_descendants(worker)
     killed_at = time.monotonic()
