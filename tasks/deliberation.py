@@ -154,11 +154,10 @@ def synthesize(settings: Settings, request: SynthesisRequest, key_secret: Secret
     return reply
 
 
-def _audit_run_name() -> str:
-    from prefect.runtime import task_run
-
-    parameters = task_run.parameters
-    return "audit-synthesis" if parameters.get("basis") is not None else f"audit-round-{parameters.get('attempt')}"
+def _audit_run_name(parameters: dict[str, Any]) -> str:
+    """From the resolved parameters: the run context's still hold the `untraversed` wrappers, so there every
+    audit read as the synthesis's."""
+    return "audit-synthesis" if parameters["basis"] is not None else f"audit-round-{parameters['attempt']}"
 
 
 @deliberation_task(name="audit", task_run_name=_audit_run_name)
