@@ -182,7 +182,9 @@ class Fabricator:
 @pytest.fixture
 def fabricator(monkeypatch):
     engine = Fabricator()
-    monkeypatch.setattr("forum_atlas.tasks.deliberation.engine_for", lambda settings, key_secret=None: engine)
+    # the draft and synthesis tasks build the engine; the DAG reads its name and version for the brief
+    for user in ("forum_atlas.tasks.deliberation", "forum_atlas.flows.deliberate"):
+        monkeypatch.setattr(f"{user}.engine_for", lambda settings, key_secret=None: engine)
     return engine
 
 
