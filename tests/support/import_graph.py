@@ -78,13 +78,14 @@ def import_graph(root: Path, group: Callable[[str], str] = lambda module: module
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     """One path per circle a depth-first walk meets, e.g. [a, b, a]."""
-    circles, state = [], {}
+    found: list[list[str]] = []
+    state: dict[str, str] = {}
 
     def visit(node: str, path: list[str]) -> None:
         state[node] = "open"
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == "open":
-                circles.append(path[path.index(nxt):] + [nxt])
+                found.append(path[path.index(nxt):] + [nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = "done"
@@ -92,7 +93,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     for node in sorted(edges):
         if node not in state:
             visit(node, [node])
-    return circles
+    return found
 
 
 def imports_up_the_layers(root: Path) -> list[str]:
