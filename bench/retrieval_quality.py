@@ -152,8 +152,9 @@ def main() -> int:
                 if label == "hashed":
                     runs["BM25 (forum.bm25_search)"][qid] = retrieval.bm25(conn, text, options).candidates
                 runs["bm25"][qid] = retrieval.bm25(conn, text, options).candidates
-                runs[f"dense {label}, threshold 0.45"][qid] = stages.dense(embedder, text, options, retrieval.StoredVectors(conn)).candidates
-                runs[f"dense {label}, no threshold"][qid] = stages.dense(embedder, text, unthresholded, retrieval.StoredVectors(conn)).candidates
+                vectors = retrieval.StoredVectors(conn)
+                runs[f"dense {label}, threshold 0.45"][qid] = stages.dense(embedder, text, options, vectors).candidates
+                runs[f"dense {label}, no threshold"][qid] = stages.dense(embedder, text, unthresholded, vectors).candidates
                 runs[f"hybrid RRF k=50 (BM25 + {label})"][qid] = reciprocal_rank_fusion(
                     {"bm25": runs["bm25"][qid], "dense": runs[f"dense {label}, threshold 0.45"][qid]}, k=50)
             if label == "hashed":

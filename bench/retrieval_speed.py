@@ -164,6 +164,7 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.ingestion.preparation import prepare
+    from forum_atlas.ingestion.records import source_conflict
     from forum_atlas.store.db import Database
     from forum_atlas.store.documents import write_batch
 
@@ -181,7 +182,7 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
             # The write path's own skip, at this size: the last stored batch offered again adds nothing.
             again = next(corpus.records(BATCH, start=max(0, stored - BATCH), stop=stored))
             t0 = time.perf_counter()
-            written = write_batch(db, again, prepare(again, embedder, WHOLE_DOCUMENT))
+            written = write_batch(db, again, prepare(again, embedder, WHOLE_DOCUMENT), source_conflict)
             state["rewrite_check"] = {"at": stored, "documents_added": written.documents_added,
                                       "seconds": time.perf_counter() - t0}
             if written.documents_added:
