@@ -14,11 +14,16 @@ from dataclasses import dataclass
 
 from forum_atlas.text import sentence_spans, trim_span
 
+# The default chunk size, in characters, and the overlap between chunks: the ingest flow, the CLI and
+# ChunkingOptions all read these.
+DEFAULT_CHUNK_CHARS = 1200
+DEFAULT_OVERLAP_CHARS = 200
+
 
 @dataclass(frozen=True)
 class ChunkingOptions:
-    max_chars: int = 1200
-    overlap_chars: int = 200
+    max_chars: int = DEFAULT_CHUNK_CHARS
+    overlap_chars: int = DEFAULT_OVERLAP_CHARS
 
     def __post_init__(self) -> None:
         if self.max_chars < 50:

@@ -14,7 +14,7 @@ from psycopg.rows import dict_row
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.ingestion.preparation import prepare
-from forum_atlas.ingestion.records import Record, SourceInfo
+from forum_atlas.ingestion.records import Record, SourceInfo, source_conflict
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import ChainHead, chain_head, record_event, verify_audit
 from forum_atlas.store.documents import known_versions, write_batch
@@ -38,7 +38,7 @@ CORPUS = [_record(str(i), f"Grid demand rose by {i} percent. Storage capacity do
 def _ingest(db, records):
     known = known_versions(db, records)
     new = [r for r in records if (r.source.name, r.external_id, r.content_hash) not in known]
-    return write_batch(db, records, prepare(new, EMBEDDER))
+    return write_batch(db, records, prepare(new, EMBEDDER), source_conflict)
 
 
 @contextmanager
