@@ -22,8 +22,7 @@ from forum_atlas.forecasting.demo import DEMO_FILES, DEMO_QUESTIONS, ISSUED_AT, 
 from forum_atlas.resources import data_file
 from forum_atlas.scoring.report import AccuracyReport
 from forum_atlas.store.db import shared_database
-from forum_atlas.store.forecasts import load_series_files
-from forum_atlas.store.scores import accuracy_report
+from forum_atlas.tasks.scoring import accuracy_report, load_series_files
 
 
 def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None) -> AccuracyReport:

@@ -185,7 +185,7 @@ def _backtest(args: argparse.Namespace) -> int:
         series = read_series_file(Path(args.source), args.column)
     else:
         from forum_atlas.store.db import Database
-        from forum_atlas.store.forecasts import backtest_source
+        from forum_atlas.tasks.forecasting import backtest_source
 
         with Database.open() as db, db.connection() as conn:
             series = backtest_source(conn, args.source, args.vintage)
@@ -223,7 +223,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _series_load(args: argparse.Namespace) -> int:
     from forum_atlas.store.db import Database
-    from forum_atlas.store.forecasts import load_series_files
+    from forum_atlas.tasks.scoring import load_series_files
 
     with Database.open() as db:
         results = load_series_files(db, args.paths, fetched_at=args.fetched_at, label=args.label,
@@ -265,12 +265,12 @@ def _series_register(args: argparse.Namespace) -> int:
 
 def _series_registry(args: argparse.Namespace) -> int:
     from forum_atlas.store.db import Database
-    from forum_atlas.store.forecasts import series_registry
+    from forum_atlas.store.forecasts import registered_series
 
     with Database.open() as db, db.connection() as conn:
-        registry = series_registry(conn)
+        registered = registered_series(conn)
     print(table(["series", "frequency", "units", "publisher", "title"],
-                [(i.series_id, i.frequency, i.units, i.publisher, i.title) for i in registry.values()]))
+                [(i.series_id, i.frequency, i.units, i.publisher, i.title) for i in registered]))
     return 0
 
 
@@ -293,7 +293,7 @@ def _backfill(args: argparse.Namespace) -> int:
 
 def _accuracy(args: argparse.Namespace) -> int:
     from forum_atlas.store.db import Database
-    from forum_atlas.store.scores import accuracy_report
+    from forum_atlas.tasks.scoring import accuracy_report
 
     with Database.open() as db, db.connection() as conn:
         report = accuracy_report(conn, fixed_base_rate=args.fixed_base_rate, scoring_version=args.scoring_version)

@@ -15,8 +15,8 @@ from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.scoring.versions import DEFAULT_VERSION, LOG_CLIP, SCORING_RULES, log_values
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import verify_audit
-from forum_atlas.store.scores import accuracy_report, run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
+from forum_atlas.tasks.scoring import accuracy_report, load_series_files, run_scoring
 
 UTC = timezone.utc
 
@@ -40,7 +40,7 @@ def cpi_revision(db, shared_data, tmp_path):
     march = tmp_path / "CPIAUCSL__fred_vintage_2025-03.csv"
     march.write_text("\n".join(line for line in april.read_text().splitlines() if not line.startswith("2025-03-01"))
                      + "\n")
-    repo.load_series_files(db, [march, april, series / "CPIAUCSL__fred_vintage_2026-03.csv"])
+    load_series_files(db, [march, april, series / "CPIAUCSL__fred_vintage_2026-03.csv"])
     issued = issue_bound_forecast(db, LaneQuestion(key="cpi-mar-up", series_id="CPIAUCSL", comparator=">",
                                                    reference="previous", target_date=date(2025, 3, 1),
                                                    deadline=at(2025, 4, 30)), at(2025, 3, 20), None, seed=11)
