@@ -59,9 +59,10 @@ def build(server_url: str, workload: str) -> str:
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.forecasting.demo import DEMO_FILES
-    from forum_atlas.store import migrations
+    from forum_atlas.series.connectors.file import read_series_files
+    from forum_atlas.series.coverage import check_coverage
+    from forum_atlas.store import forecasts, migrations
     from forum_atlas.store.db import Database
-    from forum_atlas.tasks.scoring import load_series_files
 
     url = fresh_database(server_url, f"atlas_bench_audit_verify_{workload}")
     with psycopg.connect(url, autocommit=True) as conn:
@@ -69,7 +70,8 @@ def build(server_url: str, workload: str) -> str:
         migrations.apply_pending(conn, before=FIRST_MIGRATION_MEASURED)
     with Database.open(Settings(database_url=url), migrate=False) as db:
         load(db, _records(workload), make_embedder("hashed"), progress=workload != "demo")
-        load_series_files(db, [SERIES / name for name in DEMO_FILES])
+        forecasts.load_vintages(db, read_series_files([SERIES / name for name in DEMO_FILES]),
+                                check_coverage=check_coverage)
     return url
 
 

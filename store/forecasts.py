@@ -4,7 +4,7 @@ live states. Bulk paths (observations, scores, due bindings) move data with COPY
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -14,14 +14,20 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
+from forum_atlas.forecasting.backtest import SeriesSource
 from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.forecasting.forecast import ForecastRecord
+from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
-from forum_atlas.scoring.report import STATES
+from forum_atlas.scoring.report import STATES, AccuracyRows
 from forum_atlas.series.connectors.base import FetchedVintage
 from forum_atlas.series.parsing import Observation
-from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError
-from forum_atlas.store.db import record_event
+from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, UnknownSeriesError
+from forum_atlas.store.db import Database, record_event
+
+# atlas.series.coverage.check_coverage: judges a new full vintage against its stored neighbours (FC-10)
+CoverageCheck = Callable[[FetchedVintage, dict | None, dict | None], None]
 
 # ---------------------------------------------------------------- series registry and vintages
 
@@ -33,6 +39,14 @@ def registered_series(conn: psycopg.Connection) -> list[SeriesInfo]:
     return [SeriesInfo(**row) for row in rows]
 
 
+def registered_info(conn: psycopg.Connection, series_id: str) -> SeriesInfo:
+    """The registered series `series_id`; UnknownSeriesError, naming the known ids, if there is none."""
+    registered = {info.series_id: info for info in registered_series(conn)}
+    if series_id not in registered:
+        raise UnknownSeriesError(series_id, registered)
+    return registered[series_id]
+
+
 def register_series(conn: psycopg.Connection, info: SeriesInfo) -> bool:
     """Register a series (validated by SeriesInfo); True if it is new. Registering the same id again
     with other fields is refused: bindings already cite the registered row."""
@@ -42,7 +56,7 @@ def register_series(conn: psycopg.Connection, info: SeriesInfo) -> bool:
         (info.series_id, info.title, info.frequency, info.units, info.publisher, info.citation),
     ).fetchone()
     if row is None:
-        existing = next(s for s in registered_series(conn) if s.series_id == info.series_id)
+        existing = registered_info(conn, info.series_id)
         if existing != info:
             raise SeriesRegistrationError(f"series {info.series_id} is already registered as {existing}; nothing "
                                           "was changed")
@@ -78,23 +92,24 @@ def vintages_beside(conn: psycopg.Connection, fetched: FetchedVintage) -> tuple[
                  for row in (before, after))
 
 
-def lock_series(conn: psycopg.Connection, series_id: str) -> None:
-    """One writer of a series' vintages at a time (until the transaction ends), so two loads cannot each pass the
-    coverage check."""
-    conn.execute("SELECT 1 FROM forum.series WHERE series_id = %s FOR UPDATE", (series_id,))
-
-
-def vintage_with_content(conn: psycopg.Connection, fetched: FetchedVintage) -> int | None:
-    """The stored vintage of the series with the same content, if any: the same content is the same vintage."""
+def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, check_coverage: CoverageCheck,
+                  partial: bool = False) -> tuple[int, bool]:
+    """Store a fetched vintage; the same content stored before is the same vintage.
+    Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry, and
+    `check_coverage` (the caller's FC-10 rule, atlas.series.coverage.check_coverage) raises VintageCoverageError
+    for a full vintage that covers less than its neighbours — with `partial`, such a file is stored as partial
+    instead: kept, listed, never the newest vintage."""
+    registered_info(conn, fetched.series_id)
+    # one writer of a series' vintages at a time, so two loads cannot each pass the coverage check
+    conn.execute("SELECT 1 FROM forum.series WHERE series_id = %s FOR UPDATE", (fetched.series_id,))
     existing = conn.execute(
         "SELECT vintage_id FROM forum.series_vintages WHERE series_id = %s AND content_hash = %s",
         (fetched.series_id, fetched.content_hash),
     ).fetchone()
-    return None if existing is None else existing["vintage_id"]
-
-
-def insert_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, partial: bool = False) -> int:
-    """Store a fetched vintage and its observations (COPY), with its event; returns its vintage_id."""
+    if existing is not None:
+        return existing["vintage_id"], False
+    if not partial:
+        check_coverage(fetched, *vintages_beside(conn, fetched))
     observations = fetched.series.observations
     row = conn.execute(
         """INSERT INTO forum.series_vintages
@@ -118,7 +133,7 @@ def insert_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, partial
         "missing": [d.isoformat() for d in fetched.series.missing_dates], "partial": partial,
         "fetched_at": fetched.fetched_at.isoformat(),
     })
-    return vintage_id
+    return vintage_id, True
 
 
 def list_vintages(conn: psycopg.Connection, series_id: str | None = None) -> list[dict[str, Any]]:
@@ -152,6 +167,17 @@ def vintage_observations(conn: psycopg.Connection, vintage_id: int) -> list[Obse
     return [Observation(r["observation_date"], r["value"]) for r in rows]
 
 
+def backtest_source(conn: psycopg.Connection, series_id: str, vintage_id: int | None = None) -> SeriesSource:
+    """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
+    info = registered_info(conn, series_id)
+    vintage = get_vintage(conn, vintage_id) if vintage_id is not None else latest_vintage(conn, series_id)
+    if vintage is None or vintage["series_id"] != series_id:
+        which = f"vintage #{vintage_id}" if vintage_id is not None else "full vintage"
+        raise ValueError(f"no stored {which} of {series_id}; load one with `atlas series load`")
+    return SeriesSource(series_id, info.frequency, SeriesView.of(vintage_observations(conn, vintage["vintage_id"])),
+                        f"{series_id} vintage {vintage['label']} (#{vintage['vintage_id']})")
+
+
 def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageData:
     observations = vintage_observations(conn, vintage["vintage_id"])
     return VintageData(
@@ -160,6 +186,27 @@ def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageDa
         dates=np.array([o.observation_date for o in observations], dtype="datetime64[D]"),
         values=np.array([np.nan if o.value is None else o.value for o in observations], dtype=np.float64),
     )
+
+
+def load_vintages(db: Database, fetched: Sequence[FetchedVintage], *, check_coverage: CoverageCheck,
+                  partial: bool = False) -> list[dict[str, Any]]:
+    """Store parsed vintages (atlas.series.connectors.file.read_series_files) in one transaction, once every series
+    is known to be registered; content stored before is recognised and not stored again. A vintage covering less
+    than the vintage before it refuses the whole load (VintageCoverageError, from `check_coverage`) unless
+    `partial`: then every one is stored as partial (FC-10)."""
+    results = []
+    with db.transaction() as conn:
+        for vintage in fetched:
+            registered_info(conn, vintage.series_id)
+        for vintage in fetched:
+            vintage_id, created = store_vintage(conn, vintage, check_coverage=check_coverage, partial=partial)
+            stored_partial = conn.execute("SELECT partial FROM forum.series_vintages WHERE vintage_id = %s",
+                                          (vintage_id,)).fetchone()["partial"]
+            results.append({"series_id": vintage.series_id, "label": vintage.label, "vintage_id": vintage_id,
+                            "created": created, "partial": stored_partial,
+                            "fetched_at": vintage.fetched_at, "rows": len(vintage.series.observations),
+                            "missing": len(vintage.series.missing_dates), "content_hash": vintage.content_hash})
+    return results
 
 
 # ---------------------------------------------------------------- forecasts and bindings
@@ -404,3 +451,10 @@ def forecast_state(conn: psycopg.Connection, forecast_id: int, scoring_version: 
 
 def last_bound_at(conn: psycopg.Connection) -> datetime | None:
     return conn.execute("SELECT max(bound_at) AS t FROM forum.forecast_bindings").fetchone()["t"]
+
+
+def accuracy_rows(conn: psycopg.Connection, scoring_version: str = SCORING_VERSION) -> AccuracyRows:
+    """What the Accuracy report of a scoring version is composed from (atlas.scoring.report.accuracy_report)."""
+    return AccuracyRows(scoring_version=scoring_version, counts=state_counts(conn, scoring_version),
+                        current=current_scores(conn, scoring_version), last_bound_at=last_bound_at(conn),
+                        summaries=version_summaries(conn))

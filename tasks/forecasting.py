@@ -9,12 +9,10 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.tasks import exponential_backoff
 
-
 from forum_atlas.config import Settings
 from forum_atlas.forecasting.backtest import SeriesSource
 from forum_atlas.forecasting.binding import BindingError
 from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION, adaptive_answer
-from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.forecasting.evidence import EvidenceSearch, attach_evidence
 from forum_atlas.forecasting.forecast import ForecastRecord, make_forecast
 from forum_atlas.forecasting.lane import LaneQuestion, bind_question, series_frequency, worth_fetching
@@ -96,18 +94,6 @@ def visible_at_issue(conn: Connection, spec: LaneQuestion, issued_at: datetime
     return vintage, repo.vintage_observations(conn, vintage["vintage_id"])
 
 
-def backtest_source(conn: Connection, series_id: str, vintage_id: int | None = None) -> SeriesSource:
-    """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
-    info = series_registry(conn).info(series_id)
-    vintage = repo.get_vintage(conn, vintage_id) if vintage_id is not None else repo.latest_vintage(conn, series_id)
-    if vintage is None or vintage["series_id"] != series_id:
-        which = f"vintage #{vintage_id}" if vintage_id is not None else "full vintage"
-        raise ValueError(f"no stored {which} of {series_id}; load one with `atlas series load`")
-    return SeriesSource(series_id, info.frequency,
-                        SeriesView.of(repo.vintage_observations(conn, vintage["vintage_id"])),
-                        f"{series_id} vintage {vintage['label']} (#{vintage['vintage_id']})")
-
-
 def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
                          run_id: str | None, seed: int | None = None) -> dict[str, Any]:
     """Construct one lane forecast from the vintage visible at issue and bind it in the same
@@ -187,4 +173,4 @@ def bind_lane_question(settings: Settings, spec: LaneQuestion, issued_at: dateti
 def stored_backtest_source(settings: Settings, series_id: str, vintage_id: int | None) -> SeriesSource:
     """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
     with shared_database(settings).connection() as conn:
-        return backtest_source(conn, series_id, vintage_id)
+        return repo.backtest_source(conn, series_id, vintage_id)

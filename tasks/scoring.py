@@ -1,14 +1,13 @@
-"""Scoring tasks: fetch (or load) series vintages, resolve + score (nightly or backfill), the Accuracy report.
+"""Scoring tasks: fetch series vintages, resolve + score (nightly or backfill), the Accuracy report.
 
-`store_vintage`, `load_series_files`, `run_scoring` and `accuracy_report` are plain functions (no Prefect), so the
-CLI, the benchmarks and the tasks run the same code: they read rows through store, compute with atlas.scoring /
-atlas.series, and write through store, in the caller's transaction (or, for a load, one of their own)."""
+`run_scoring` is a plain function (no Prefect), so the benchmarks and the tasks run the same code: it reads rows
+through store, resolves and scores them with atlas.scoring, and writes through store, in the caller's transaction."""
 
 from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +25,7 @@ from forum_atlas.scoring import DEGRADED, SCORING_VERSION
 from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings, vintages_current_at
 from forum_atlas.scoring.quality import ScoreQualityError, validate_current_scores
 from forum_atlas.scoring.reliability import reliability_png
-from forum_atlas.scoring.report import AccuracyReport, compose_accuracy_report
+from forum_atlas.scoring.report import AccuracyReport, accuracy_report
 from forum_atlas.scoring.runs import (
     Mode,
     ScoringRun,
@@ -36,11 +35,10 @@ from forum_atlas.scoring.runs import (
     unsettled,
 )
 from forum_atlas.scoring.versions import ScoringRule, scoring_rule
-from forum_atlas.series.connectors import FetchedVintage, FileConnector, make_connector
+from forum_atlas.series.connectors import make_connector
 from forum_atlas.series.coverage import VintageCoverageError, check_coverage
-from forum_atlas.series.registry import SeriesRegistry
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.db import Connection, Database, record_event, shared_database
+from forum_atlas.store.db import Connection, record_event, shared_database
 from forum_atlas.tasks import mark_flow_run
 
 FETCH_TIMEOUT_S = 20.0   # one HTTP request to FRED
@@ -87,43 +85,6 @@ class FetchOutcome:
     detail: str = ""
 
 
-def store_vintage(conn: Connection, fetched: FetchedVintage, *, partial: bool = False) -> tuple[int, bool]:
-    """Store a fetched vintage; the same content stored before is the same vintage.
-    Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry, and
-    VintageCoverageError for a full vintage that covers less than its neighbours (FC-10) — with
-    `partial`, such a file is stored as partial instead: kept, listed, never the newest vintage."""
-    SeriesRegistry(repo.registered_series(conn)).info(fetched.series_id)
-    repo.lock_series(conn, fetched.series_id)
-    existing = repo.vintage_with_content(conn, fetched)
-    if existing is not None:
-        return existing, False
-    if not partial:
-        check_coverage(fetched, *repo.vintages_beside(conn, fetched))
-    return repo.insert_vintage(conn, fetched, partial=partial), True
-
-
-def load_series_files(db: Database, paths: Sequence[Path | str], *, fetched_at: datetime | None = None,
-                      label: str | None = None, partial: bool = False) -> list[dict[str, Any]]:
-    """Parse every file first (a garbage row, an unknown series or a file without a download time
-    refuses the whole load), then store them in one transaction; content stored before is recognised
-    and not stored again. A file covering less than the vintage before it refuses the whole load
-    (VintageCoverageError) unless `partial`: then every file is stored as partial (FC-10)."""
-    fetched = [FileConnector(p, label=label, fetched_at=fetched_at).read(Path(p)) for p in paths]
-    results = []
-    with db.transaction() as conn:
-        registry = SeriesRegistry(repo.registered_series(conn))
-        for vintage in fetched:
-            registry.info(vintage.series_id)
-        for vintage in fetched:
-            vintage_id, created = store_vintage(conn, vintage, partial=partial)
-            stored_partial = repo.get_vintage(conn, vintage_id)["partial"]
-            results.append({"series_id": vintage.series_id, "label": vintage.label, "vintage_id": vintage_id,
-                            "created": created, "partial": stored_partial,
-                            "fetched_at": vintage.fetched_at, "rows": len(vintage.series.observations),
-                            "missing": len(vintage.series.missing_dates), "content_hash": vintage.content_hash})
-    return results
-
-
 # The connector makes a single attempt: retries are Prefect's, so each one shows in the UI (AwaitingRetry).
 @task(name="fetch-series", task_run_name="fetch-{series_id}", retries=2,
       retry_delay_seconds=exponential_backoff(backoff_factor=1), retry_jitter_factor=0.5,
@@ -140,9 +101,10 @@ def fetch_series_vintage(settings: Settings, series_id: str, key_secret: Secret 
     logger = get_run_logger()
     with shared_database(settings).transaction() as conn:
         try:
-            vintage_id, partial = store_vintage(conn, vintage)[0], False
+            vintage_id, partial = repo.store_vintage(conn, vintage, check_coverage=check_coverage)[0], False
         except VintageCoverageError as regressed:   # raised before anything of it is written
-            vintage_id, partial = store_vintage(conn, vintage, partial=True)[0], True
+            vintage_id = repo.store_vintage(conn, vintage, check_coverage=check_coverage, partial=True)[0]
+            partial = True
             logger.warning("stored as partial, not used for resolution: %s", regressed)
     logger.info("%s: vintage %s (%s, %d observations)%s", series_id, vintage_id, vintage.label,
                 len(vintage.series.observations), " partial" if partial else "")
@@ -281,16 +243,6 @@ def run_scoring(conn: Connection, *, mode: Mode, as_of: datetime | None = None,
     return run
 
 
-def accuracy_report(conn: Connection, *, scoring_version: str = SCORING_VERSION,
-                    fixed_base_rate: float = 0.5, now: datetime | None = None) -> AccuracyReport:
-    """The Accuracy report of one scoring version (any registered one), with every version's summary beside."""
-    rule = scoring_rule(scoring_version)
-    return compose_accuracy_report(rule, counts=repo.state_counts(conn, scoring_version),
-                                   current=repo.current_scores(conn, scoring_version),
-                                   last_bound_at=repo.last_bound_at(conn), summaries=repo.version_summaries(conn),
-                                   generated_at=now or datetime.now(timezone.utc), fixed_base_rate=fixed_base_rate)
-
-
 @task(name="series-due", task_run_name="series-due-{as_of:%Y-%m-%d}")
 def series_due(settings: Settings, as_of: datetime) -> list[str]:
     """The series with bindings the nightly run at `as_of` still has to resolve."""
@@ -323,7 +275,7 @@ def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage
 def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir: str | None,
                           scoring_version: str = SCORING_VERSION) -> tuple[AccuracyReport, dict[str, str]]:
     with shared_database(settings).connection() as conn:
-        report = accuracy_report(conn, fixed_base_rate=fixed_base_rate, scoring_version=scoring_version)
+        report = accuracy_report(repo.accuracy_rows(conn, scoring_version), fixed_base_rate=fixed_base_rate)
     files = {k: str(v) for k, v in report.write(Path(out_dir)).items()} if out_dir else {}
     return report, files
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from forum_atlas.scoring.metrics import AccuracyMetrics, accuracy_metrics, log_skill
 from forum_atlas.scoring.reliability import reliability_png
-from forum_atlas.scoring.versions import ScoringRule
+from forum_atlas.scoring.versions import scoring_rule
 
 # waiting_for_data: bound, deadline passed, and no vintage fetched after the deadline has the dates yet
 # (a failed fetch leaves forecasts here, never unresolvable)
@@ -128,15 +128,22 @@ def _deadline_outcome_counts(resolved: pd.DataFrame) -> dict[str, int]:
             "not known at the deadline": int((~known).sum())}
 
 
-def compose_accuracy_report(rule: ScoringRule, *, counts: dict[str, int], current: pd.DataFrame,
-                            last_bound_at: datetime | None, summaries: pd.DataFrame, generated_at: datetime,
-                            fixed_base_rate: float = 0.5) -> AccuracyReport:
-    """The Accuracy report of one scoring version (any registered one) from its rows: the live state counts, its
-    current scores (forum.current_scores), the newest bound forecast's issue time, and every version's summary
-    (version, measure, is_default, scored, resolved, mean_score) to show beside."""
-    resolved = current[current["status"] == "resolved"]
-    report = AccuracyReport(scoring_version=rule.version, generated_at=generated_at,
-                            counts=counts, last_bound_at=last_bound_at, metrics=None,
+@dataclass(frozen=True)
+class AccuracyRows:
+    """What the Accuracy report of one scoring version is composed from, as the store reads it."""
+    scoring_version: str
+    counts: dict[str, int]              # live states (forum.forecast_states)
+    current: pd.DataFrame               # the version's current scores (forum.current_scores)
+    last_bound_at: datetime | None      # issue time of the newest bound forecast
+    summaries: pd.DataFrame             # per version: version, measure, is_default, scored, resolved, mean_score
+
+
+def accuracy_report(rows: AccuracyRows, *, fixed_base_rate: float = 0.5, now: datetime | None = None) -> AccuracyReport:
+    """The Accuracy report of one scoring version (any registered one), with every version's summary beside."""
+    rule = scoring_rule(rows.scoring_version)
+    resolved = rows.current[rows.current["status"] == "resolved"]
+    report = AccuracyReport(scoring_version=rows.scoring_version, generated_at=now or datetime.now(timezone.utc),
+                            counts=rows.counts, last_bound_at=rows.last_bound_at, metrics=None,
                             measure=rule.measure)
     if len(resolved):
         outcome = resolved["outcome"].to_numpy(dtype=float)
@@ -151,5 +158,5 @@ def compose_accuracy_report(rule: ScoringRule, *, counts: dict[str, int], curren
         report.notes.append("no forecast has ever been bound: the binding lane has not issued anything")
     report.versions = [VersionSummary(r.version, r.measure, bool(r.is_default), int(r.scored), int(r.resolved),
                                       None if pd.isna(r.mean_score) else float(r.mean_score))
-                       for r in summaries.itertuples()]
+                       for r in rows.summaries.itertuples()]
     return report

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from forum_atlas.store import forecasts as repo
-from forum_atlas.tasks.scoring import load_series_files
 from tests.support.cli import run_cli_without_prefect
+from tests.support.series import load_series_files
 
 
 def test_backtest_prints_the_same_numbers_twice_without_prefect(database_url, tmp_path, shared_data):

@@ -58,10 +58,10 @@ from forum_atlas.runtime.pgserver import stop_embedded
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
-from forum_atlas.tasks.scoring import load_series_files
 from tests.e2e.fred_standin import FredCsvStandIn
 from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page
 from tests.support.processes import children, with_descendants
+from tests.support.series import load_series_files
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}

@@ -14,7 +14,7 @@ from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import series_registry
-from forum_atlas.tasks.scoring import load_series_files
+from tests.support.series import load_series_files
 
 REPO = Path(__file__).resolve().parents[2]
 UTC = timezone.utc

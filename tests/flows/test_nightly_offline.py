@@ -4,7 +4,7 @@ Degraded (an alerting state) with an artifact saying why, and a later nightly th
 from datetime import datetime, timezone
 
 from forum_atlas.store import forecasts as repo
-from forum_atlas.tasks.scoring import load_series_files
+from tests.support.series import load_series_files
 
 
 def test_an_offline_nightly_is_degraded_and_leaves_forecasts_waiting_then_resolves_them(

@@ -2,7 +2,7 @@
 kept as partial — never used for resolution — and the run completes on the vintage it had."""
 
 from forum_atlas.store import forecasts as repo
-from forum_atlas.tasks.scoring import load_series_files
+from tests.support.series import load_series_files
 
 
 def test_a_truncated_nightly_fetch_is_stored_as_partial_and_the_run_completes(

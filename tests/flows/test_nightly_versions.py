@@ -5,7 +5,7 @@ version never backfilled gets nothing."""
 from datetime import datetime, timezone
 
 from forum_atlas.store import forecasts as repo
-from forum_atlas.tasks.scoring import load_series_files
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 

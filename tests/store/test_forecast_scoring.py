@@ -18,11 +18,13 @@ from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.forecasting.montecarlo import ForecastInputError
 from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.scoring.report import accuracy_report
 from forum_atlas.series.parsing import SeriesFormatError
 from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, UnknownSeriesError
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
-from forum_atlas.tasks.scoring import accuracy_report, load_series_files, run_scoring
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 
@@ -136,7 +138,7 @@ def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
                                                             "waiting_for_data": 0, "resolved": 0,
                                                             "unresolvable": 0}
         assert conn.execute("SELECT state FROM forum.forecast_states_current").fetchone()["state"] == "unscoreable"
-        report = accuracy_report(conn)
+        report = accuracy_report(repo.accuracy_rows(conn))
     assert report.last_bound_at is None and report.metrics is None
     with pytest.raises(psycopg.errors.CheckViolation, match="direct forecasts are never bound"):
         with db.transaction() as conn:

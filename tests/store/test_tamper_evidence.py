@@ -19,8 +19,9 @@ from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import ChainHead, chain_head, record_event, verify_audit
 from forum_atlas.store.documents import known_versions, write_batch
 from forum_atlas.tasks.forecasting import issue_bound_forecast
-from forum_atlas.tasks.scoring import load_series_files, run_scoring
+from forum_atlas.tasks.scoring import run_scoring
 from tests.store.test_briefs import corpus, make_record  # noqa: F401  (corpus is a fixture, reused)
+from tests.support.series import load_series_files
 
 SOURCE = SourceInfo("Gazette", 5, 4, "OGL-3.0", "https://gazette.example", "energy")
 EMBEDDER = HashedEmbedder(dim=64)

@@ -11,12 +11,14 @@ import psycopg
 import pytest
 
 from forum_atlas.forecasting.lane import LaneQuestion
+from forum_atlas.scoring.report import accuracy_report
 from forum_atlas.scoring.runs import ScoringInputError
 from forum_atlas.series.connectors.file import MissingFetchTimeError
 from forum_atlas.series.coverage import VintageCoverageError
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
-from forum_atlas.tasks.scoring import accuracy_report, load_series_files, run_scoring
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 FAR_FUTURE_MTIME = datetime(2031, 6, 1, tzinfo=UTC).timestamp()
@@ -58,7 +60,7 @@ def rewrite(source: Path, target: Path, *, drop: tuple[str, ...] = (), blank: tu
 
 def accuracy(db) -> tuple[int, float]:
     with db.connection() as conn:
-        report = accuracy_report(conn)
+        report = accuracy_report(repo.accuracy_rows(conn))
     return report.counts["resolved"], report.metrics.brier
 
 

@@ -8,9 +8,11 @@ from datetime import date, datetime, timezone
 
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.scoring.report import accuracy_report
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
-from forum_atlas.tasks.scoring import accuracy_report, load_series_files, run_scoring
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 
@@ -39,7 +41,7 @@ def test_waiting_for_data_until_a_vintage_fetched_after_the_deadline_settles_it(
     assert (offline.due, offline.scored, offline.inserted, offline.waiting_for_data) == (2, 0, 0, 2)
     with db.connection() as conn:
         states = {fid: repo.forecast_state(conn, fid, SCORING_VERSION) for fid in (june, july)}
-        report = accuracy_report(conn)
+        report = accuracy_report(repo.accuracy_rows(conn))
     assert states == {june: "waiting_for_data", july: "waiting_for_data"}
     assert report.counts["waiting_for_data"] == 2 and report.counts["unresolvable"] == 0
     assert ("  pending: waiting for data", "2") in report.rows() and report.scoreable == 2

@@ -10,8 +10,7 @@ import pytest
 
 from forum_atlas.scoring.metrics import accuracy_metrics
 from forum_atlas.scoring.quality import validate_current_scores
-from forum_atlas.scoring.report import AccuracyReport, compose_accuracy_report
-from forum_atlas.scoring.versions import scoring_rule
+from forum_atlas.scoring.report import AccuracyReport, AccuracyRows, accuracy_report
 
 
 def frame(**overrides):
@@ -49,9 +48,8 @@ def summaries(*rows):
 
 
 def test_the_report_of_a_version_with_nothing_resolved_says_why_it_has_no_brier():
-    report = compose_accuracy_report(scoring_rule("brier-v1"), counts={"unscoreable": 1}, current=frame().iloc[:0],
-                                     last_bound_at=None, summaries=summaries(("brier-v1", "brier", True, 0, 0, None)),
-                                     generated_at=datetime(2026, 3, 31, tzinfo=timezone.utc))
+    report = accuracy_report(AccuracyRows("brier-v1", {"unscoreable": 1}, frame().iloc[:0], None,
+                                          summaries(("brier-v1", "brier", True, 0, 0, None))))
     assert report.metrics is None and report.measure == "brier"
     assert report.notes == ["no bound forecast has resolved yet: Brier and skill are not defined",
                             "no forecast has ever been bound: the binding lane has not issued anything"]
@@ -62,15 +60,12 @@ def test_the_report_scores_the_resolved_rows_in_the_version_s_measure():
     current = frame(probability=[0.8, 0.5, 0.3], log_score=[-np.log(0.8), None, -np.log(0.7)],
                     deadline_outcome=pd.array([1, None, 1], dtype="Int64"))
     bound = datetime(2025, 4, 15, tzinfo=timezone.utc)
-    log = compose_accuracy_report(scoring_rule("log-v1"), counts={"resolved": 2}, current=current, last_bound_at=bound,
-                                  summaries=summaries(("brier-v1", "brier", True, 3, 2, 0.065),
-                                                      ("log-v1", "log", False, 3, 2, -0.29)),
-                                  generated_at=bound, fixed_base_rate=0.5)
-    assert log.scoring_version == "log-v1" and log.notes == []
+    versions = summaries(("brier-v1", "brier", True, 3, 2, 0.065), ("log-v1", "log", False, 3, 2, 0.29))
+    log = accuracy_report(AccuracyRows("log-v1", {"resolved": 2}, current, bound, versions), now=bound)
+    assert (log.scoring_version, log.generated_at, log.notes) == ("log-v1", bound, [])
     assert log.metrics.n_resolved == 2 and log.metrics.brier == pytest.approx((0.2 ** 2 + 0.3 ** 2) / 2)
     assert log.log_score == pytest.approx(-(np.log(0.8) + np.log(0.7)) / 2) and log.log_skill is not None
     assert log.deadline_outcomes is None
-    deadline = compose_accuracy_report(scoring_rule("brier-v2"), counts={}, current=current, last_bound_at=bound,
-                                       summaries=summaries(), generated_at=bound)
+    deadline = accuracy_report(AccuracyRows("brier-v2", {}, current, bound, summaries()))
     assert deadline.log_score is None
     assert deadline.deadline_outcomes == {"same": 1, "revised since": 1, "not known at the deadline": 0}
