@@ -1,6 +1,6 @@
 """`atlas forecast …`, `atlas series …`, `atlas score …`, `atlas accuracy`.
 
-Commands that run a flow (forecast ask/lane/demo, score nightly/backfill) import Prefect inside
+Commands that run a flow (forecast ask/demo, score nightly/backfill) import Prefect inside
 their handler; series load/list/register, forecast show/backtest and accuracy run without Prefect
 (the `backtest-forecasts` deployment runs the same backtest as a flow).
 """
@@ -18,7 +18,8 @@ from forum_atlas.series.parsing import FREQUENCIES
 
 
 def register(groups: argparse._SubParsersAction) -> None:
-    fc = groups.add_parser("forecast", help="forecasts: ask directly (unbound), run the binding lane, show")
+    fc = groups.add_parser("forecast", help="forecasts: ask directly (unbound), show, backtest, demo "
+                                                "(the binding lane: atlas lane)")
     fc_sub = fc.add_subparsers(dest="forecast_command", required=True)
     ask = fc_sub.add_parser("ask", help="a direct forecast (published, never bound, so unscoreable)")
     ask.add_argument("question")
@@ -29,10 +30,6 @@ def register(groups: argparse._SubParsersAction) -> None:
     ask.add_argument("--seed", type=int)
     ask.add_argument("--json", action="store_true")
     ask.set_defaults(handler=_ask)
-    lane = fc_sub.add_parser("lane", help="run the binding lane once (the scheduled deployment ships paused)")
-    lane.add_argument("--questions", type=Path, help="question file (default data/forecast_lane.json)")
-    lane.add_argument("--as-of", type=instant, help="issue time (default now)")
-    lane.set_defaults(handler=_lane)
     show = fc_sub.add_parser("show", help="a forecast, its binding, live state and every score version")
     show.add_argument("forecast_id", type=int)
     show.set_defaults(handler=_show)
@@ -124,17 +121,6 @@ def _ask(args: argparse.Namespace) -> int:
           f"forecast {summary['forecast_id']} ({summary['state']}): p = {summary['probability']:.4f}, "
           f"interval [{summary['interval'][0]:.4f}, {summary['interval'][1]:.4f}] "
           f"ci_basis: {summary['ci_basis']}\n{summary['interval_wording']}")
-    return 0
-
-
-def _lane(args: argparse.Namespace) -> int:
-    from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
-
-    results = bind_forecasts(LaneParameters(question_file=str(args.questions) if args.questions else None,
-                                            as_of=args.as_of))
-    print(table(["key", "status", "forecast", "probability", "deadline"],
-                [(r["key"], r["status"], r.get("forecast_id"), r.get("probability"), r.get("deadline"))
-                 for r in results]))
     return 0
 
 

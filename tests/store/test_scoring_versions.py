@@ -13,7 +13,8 @@ from psycopg.rows import dict_row
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.scoring.report import accuracy_report
-from forum_atlas.scoring.versions import DEFAULT_VERSION, LOG_CLIP, SCORING_RULES, log_values
+from forum_atlas.scoring.rules import LOG_CLIP, log_score
+from forum_atlas.scoring.versions import DEFAULT_VERSION, SCORING_RULES
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import verify_audit
 from forum_atlas.tasks.forecasting import issue_bound_forecast
@@ -97,7 +98,7 @@ def test_log_v1_is_backfilled_beside_brier_v1_once_and_verifies(db, cpi_revision
 def test_the_log_score_clips_certainty_at_one_in_a_thousand():
     import numpy as np
 
-    scores = log_values(np.array([0.0, 1.0, 1.0, 0.5]), np.array([1, 0, 1, 0]))
+    scores = log_score(np.array([0.0, 1.0, 1.0, 0.5]), np.array([1, 0, 1, 0]))
     assert scores.tolist() == pytest.approx([-math.log(0.001)] * 2 + [-math.log(0.999), math.log(2)])
     assert scores[0] == pytest.approx(6.907755, abs=1e-6)
 
