@@ -9,7 +9,8 @@ and Moody's AAA and BAA yields (monthly, 1919–2018). The protocol was written 
 them (2026-12-02): question "higher after h than at the origin", every origin; daily series in 7-year
 blocks from 7 years after their first row, at 7d, 30d and 1q; monthly in 20-year blocks from 1939, at 30d
 (1 month) and 1q; rules v3, v4 (the lane's), v5 and v6; no rule or constant is changed on what it shows.
-Issue 41 adds v7 to the same cells and section 4, under its own protocol (docs/forecasting-protocol-41.md).
+Issue 41 adds v7 to the same cells and section 4, under its own protocol (docs/forecasting-protocol-41.md), and v8
+under a second one (docs/forecasting-protocol-41b.md).
 
 1. Each block × horizon: skill vs base rate, vs 0.5 and ECE of each rule, and the targets.
 2. The ceiling for the lane's kind of rule: in each daily cell, which of the rates v4 chooses among (the
@@ -20,9 +21,10 @@ Issue 41 adds v7 to the same cells and section 4, under its own protocol (docs/f
    (0.5, on a driftless Gaussian random walk) shows ECE > 0.05, or loses to a base rate 0.02 off the truth,
    over a block of daily origins the length of a 7-year block and of DGS10's held-out period. Overlapping
    outcomes share their path, so a block holds about n / h independent ones.
-4. Issue 41 (protocol docs/forecasting-protocol-41.md, committed before v7 was run on these files): each daily
-   cell's skill vs 0.5 and vs the base rate with their 90% block-bootstrap intervals, ECE beside the bound
-   max(0.05, the floor's 90th percentile), for v3, v4 and v7; then per horizon the Done-when tally — blocks
+4. Issue 41 (protocols docs/forecasting-protocol-41.md and -41b.md, each committed before its rule, v7 and v8,
+   was run on these files): each daily cell's skill vs 0.5 and vs the base rate with their 90% block-bootstrap
+   intervals, ECE beside the bound max(0.05, the floor's 90th percentile), for v3, v4, v7 and v8
+   (`--issue-41-only --rules v8`: the named rules alone); then per horizon the Done-when tally — blocks
    with skill vs 0.5 >= -0.005 (7 of 8 needed), mean skill vs base rate (>= 0), blocks within the ECE bound
    (7 of 8, the protocol's reading; 8 of 8 shown beside it) — and the verdict.
 """
@@ -44,6 +46,7 @@ import numpy as np
 
 from bench.forecast_skill import LANE, _side_by_side, unseen_period_target
 from forum_atlas.forecasting.backtest import (
+    RULES,
     BacktestSpec,
     SeriesSource,
     calibrated_outcomes,
@@ -64,8 +67,8 @@ SERIES = [
 ]
 CANDIDATES = ("whole history", "0.5", "1 y", "2 y", "5 y", "10 y")  # the order of `candidate_passes`
 ECE_TARGET = 0.05
-COMPARED = ("v3", "v4", "v5", "v6", "v7")  # oldest first; v7: issue 41's candidate
-ISSUE_41_RULES = ("v3", "v4", "v7")
+COMPARED = ("v3", "v4", "v5", "v6", "v7", "v8")  # oldest first; v7, v8: issue 41's candidates
+ISSUE_41_RULES = ("v3", "v4", "v7", "v8")
 HALF_TARGET = -0.005     # issue 41: skill vs 0.5 at least this in ...
 BLOCKS_NEEDED = 7        # ... at least 7 of the 8 daily blocks per horizon; the ECE bound likewise (the protocol)
 BLOCK_ORIGINS = {"7-year block": 1827, "DGS10 from 2015 (held out)": 1400}  # daily origins (261 a year)
@@ -187,12 +190,13 @@ def _interval(m: dict, key: str) -> str:
     return f"{m[key]:+.4f} [{m[key + '_low']:+.4f}, {m[key + '_high']:+.4f}]"
 
 
-def print_issue_41(daily: list[tuple[str, date, date, str, dict[str, dict]]]) -> None:
+def print_issue_41(daily: list[tuple[str, date, date, str, dict[str, dict]]],
+                   rules: tuple[str, ...] = ISSUE_41_RULES) -> None:
     print("\nIssue 41, each daily cell: skill [90% block-bootstrap interval], ECE against max(0.05, floor p90)\n\n"
           "| series | origins from | to | horizon | rule | skill vs 0.5 | skill vs base rate | ECE | floor p90 | "
           "within bound |\n|---|---|---|---|---|---|---|---|---|---|")
     for name, start, end, horizon, runs in daily:
-        for rule in ISSUE_41_RULES:
+        for rule in rules:
             m = runs[rule]
             print(f"| {name} | {start} | {end} | {horizon} | {rule} | {_interval(m, 'skill_vs_half')} | "
                   f"{_interval(m, 'skill_vs_base_rate')} | {m['ece']:.4f} | {m['ece_if_calibrated_p90']:.4f} | "
@@ -202,7 +206,7 @@ def print_issue_41(daily: list[tuple[str, date, date, str, dict[str, dict]]]) ->
           f"mean skill vs base rate (need >= 0); blocks within the ECE bound (need {BLOCKS_NEEDED}; all of them for "
           f"the strict reading)\n\n| rule | horizon | vs 0.5 | mean vs base rate | ECE within bound | met | "
           f"met, strict |\n|---|---|---|---|---|---|---|")
-    for rule in ISSUE_41_RULES:
+    for rule in rules:
         for horizon in horizons:
             t = issue_41_tally([runs[rule] for *_, hz, runs in daily if hz == horizon])
             print(f"| {rule} | {horizon} | {t['half']} of {t['blocks']} | {t['mean_vs_base_rate']:+.4f} | "
@@ -215,11 +219,15 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=2000, help="simulated blocks per cell of section 3")
     parser.add_argument("--issue-41-only", action="store_true", help=f"section 4 alone ({', '.join(ISSUE_41_RULES)} "
                                                                       "on the daily cells)")
+    parser.add_argument("--rules", type=lambda text: tuple(text.split(",")), default=ISSUE_41_RULES,
+                        help="with --issue-41-only: these rules only, comma-separated (e.g. v8)")
     args = parser.parse_args()
+    if unknown := [rule for rule in args.rules if rule not in RULES]:
+        parser.error(f"--rules: {', '.join(unknown)} not among {', '.join(RULES)}")
     data_dir = arch_data_dir()
     try:
         if args.issue_41_only:
-            print_issue_41(daily_cells(data_dir, ISSUE_41_RULES))
+            print_issue_41(daily_cells(data_dir, args.rules), args.rules)
         else:
             run(data_dir, args.draws)
     except DataFileError as error:

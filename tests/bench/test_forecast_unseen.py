@@ -15,6 +15,7 @@ from bench.forecast_unseen import (
     exact_forecaster_misses,
     exact_forecaster_shares,
     issue_41_tally,
+    main,
     read_gz_series,
 )
 
@@ -95,3 +96,11 @@ def test_issue_41_asks_7_of_8_blocks_for_skill_vs_half_and_the_ece_bound_and_a_m
     # the base-rate criterion is the mean over the blocks: one large loss outweighs small gains
     assert not issue_41_tally([cell(base=-0.08), *[cell(base=0.01)] * 7])["met"]
     assert issue_41_tally([cell(base=-0.05), *[cell(base=0.01)] * 7])["met"]
+
+
+def test_issue_41_only_refuses_a_rule_it_does_not_know_before_reading_any_file(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["forecast_unseen", "--issue-41-only", "--rules", "v8,v9"])
+    monkeypatch.setattr("bench.forecast_unseen.arch_data_dir", lambda: pytest.fail("read files for a bad --rules"))
+    with pytest.raises(SystemExit):
+        main()
+    assert "--rules: v9 not among v8, v7" in capsys.readouterr().err

@@ -1,0 +1,110 @@
+"""Rule "series-departure-confidence-v8" (CONFIDENT_RULE_VERSION, issue 41, second attempt).
+
+v7 (earned.py) kept v4's departure x = p4 − u from the uninformed forecast u in the proportion
+clip(β, 0, 1)·β²/(β² + se²), β the held-out slope of (y − u) on x: a prior centred on "no departure". Where a
+drift is real but slow, as a stock market's, a record of a few decades holds it at one or two standard errors
+(at one quarter β ≈ 1 ± 0.8 on 15 years of a market's months), so v7 dropped a third to a half of a departure
+that was paying, and lost to the base rate on average; where the departure turns against the outcomes, as a
+bond yield's after its 1981 peak, β falls below 0 and both keep nothing. v8 asks the record one question only —
+does the departure point the right way? — and keeps the departure in proportion to how sure the record is:
+
+- u, x and the record (β and its sandwich standard error se, × √h for overlapping paths, weights halving every
+  RECORD_HALF_LIFE_YEARS, at least MIN_EARNING_CHANGES independent changes): v7's `earned_fraction`, unchanged.
+- f = Φ(β / se), the probability under a flat prior that the slope is positive; 0 before the record holds
+  MIN_EARNING_CHANGES independent changes or while the departure never varied (the fall-back is u).
+- published u + f·x (within PROBABILITY_FLOOR of 0 and 1). On a driftless walk β / se is noise around 0 and f
+  keeps about half of a departure that is itself small; a departure the record supports at two standard errors
+  is kept at 0.98, one it contradicts at two at 0.02.
+
+No constant is new. The form was chosen on data outside issue 41's evaluation blocks (docs/forecasting-
+protocol-41b.md: the French market index from arch's Fama–French file and DGS10, against v7, a recent-window
+variant and prior-centred variants). Every row uses only the rows up to it, so one pass serves the lane (its last
+row) and every origin of a backtest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+from forum_atlas.forecasting.adaptive import PROBABILITY_FLOOR, AdaptiveHistory, LastStepRule, RuleAnswer
+from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.drivers import RECORD_HALF_LIFE_YEARS, SeriesView, logit
+from forum_atlas.forecasting.earned import MIN_EARNING_CHANGES, earned_fraction, uninformed_rate
+from forum_atlas.forecasting.montecarlo import Driver
+from forum_atlas.series.parsing import Observation
+
+CONFIDENT_RULE_VERSION = "series-departure-confidence-v8"
+CONFIDENT_DRIVER = "departure confidence"
+
+
+def confidence_fraction(slope: np.ndarray, se: np.ndarray, changes: np.ndarray) -> np.ndarray:
+    """Φ(β / se) where the record holds MIN_EARNING_CHANGES independent changes and β has a standard error; else 0
+    (a record that fits exactly, se = 0, is sure of the slope's sign)."""
+    known = np.isfinite(se) & (changes >= MIN_EARNING_CHANGES)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(se > 0, slope / np.where(se > 0, se, 1.0), np.sign(slope) * np.inf)
+    return np.where(known, ndtr(z), 0.0)
+
+
+@dataclass(frozen=True)
+class ConfidentDeparture:
+    """v8's step at every row of one question's history, from the rows (and published outcomes) up to it."""
+    horizon: int
+    uninformed: np.ndarray
+    slope: np.ndarray
+    slope_se: np.ndarray
+    record_changes: np.ndarray
+    fraction: np.ndarray        # Φ(β / se), the share of v4's departure kept
+    probability: np.ndarray     # what v8 publishes (before Monte-Carlo sampling)
+
+    @classmethod
+    def of(cls, history: AdaptiveHistory, comparator: str, required: float, values: np.ndarray,
+           periods_per_year: float) -> ConfidentDeparture:
+        h, p4 = history.horizon, history.probability
+        uninformed = uninformed_rate(values, h, comparator, required)
+        slope, se, changes, _ = earned_fraction(p4 - uninformed, history.outcome, uninformed, history.usable, h,
+                                                periods_per_year)
+        fraction = confidence_fraction(slope, se, changes)
+        published = np.clip(uninformed + fraction * (p4 - uninformed), PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
+        return cls(h, uninformed, slope, se, changes, fraction, published)
+
+    def answer(self, i: int, answer: RuleAnswer) -> RuleAnswer:
+        """v4's answer at row i with the departure-confidence driver after its drivers and the step in its record."""
+        p4 = answer.record["probability_before_sampling"]
+        u, f, published = float(self.uninformed[i]), float(self.fraction[i]), float(self.probability[i])
+        slope, se, changes = float(self.slope[i]), float(self.slope_se[i]), float(self.record_changes[i])
+        evidence = (f"slope {slope:+.3f} ± {se:.3f}" if np.isfinite(se)
+                    else "no slope yet (the departure never varied)")
+        driver = Driver(
+            name=CONFIDENT_DRIVER, weight=1.0, effect=float(logit(published) - logit(p4)), effect_sd=0.0,
+            hypothesis=(f"the rule's departure {p4 - u:+.3f} from the uninformed forecast {u:.3f} (rises and falls "
+                        f"equally likely, ties as the series had them) points the right way with probability "
+                        f"{f:.2f}, so {published:.3f}"),
+            rationale=(f"on earlier origins whose outcome was known at issue ({changes:.0f} independent changes' "
+                       f"worth, half-life {RECORD_HALF_LIFE_YEARS:g} years) the outcome's departure from the "
+                       f"uninformed forecast regressed on the rule's: {evidence}, overlapping horizons counted once; "
+                       f"kept Φ(slope / se) = {f:.3f}"
+                       + (f" (0: fewer than {MIN_EARNING_CHANGES:g} changes)" if changes < MIN_EARNING_CHANGES
+                          else "")))
+        steps = answer.record | {"uninformed_forecast": u, "confidence_fraction": f, "earned_slope": slope,
+                                 "earned_slope_se": se if np.isfinite(se) else None,
+                                 "earned_record_changes": changes, "probability_before_sampling": published}
+        return RuleAnswer(answer.base_rate, [*answer.drivers, driver], steps)
+
+
+class ConfidentRule(LastStepRule):
+    """Rule v8 on one series: `rule(i, question)` answers as of row i, from rows up to i only (v4's history of
+    the last change questions asked, and its departure-confidence step, are kept)."""
+
+    def __init__(self, view: SeriesView, frequency: str):
+        super().__init__(view, frequency, ConfidentDeparture.of)
+
+
+def confident_answer(observations: Sequence[Observation], question: BoundQuestion, frequency: str) -> RuleAnswer:
+    """Rule v8 for `question` from the observations visible at issue."""
+    view = SeriesView.of(observations)
+    return ConfidentRule(view, frequency)(len(view.values) - 1, question)
