@@ -20,22 +20,23 @@ No constant is new. The form was chosen on data outside issue 41's evaluation bl
 protocol-41b.md: the French market index from arch's Fama–French file and DGS10, against v7, a recent-window
 variant and prior-centred variants). Every row uses only the rows up to it, so one pass serves the lane (its last
 row) and every origin of a backtest.
+
+It is kept as a backtest rule (`--rule v8`), not bound by the lane: on issue 41's evaluation blocks it met skill vs
+0.5 in 7 of 8 blocks at every horizon but lost to the base rate on average at each, and missed the ECE bound in 4 of
+8 at one quarter (protocol 41b's log; BENCHMARKS.md, "Forecasting").
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
 from forum_atlas.forecasting.adaptive import PROBABILITY_FLOOR, AdaptiveHistory, LastStepRule, RuleAnswer
-from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import RECORD_HALF_LIFE_YEARS, SeriesView, logit
 from forum_atlas.forecasting.earned import MIN_EARNING_CHANGES, earned_fraction, uninformed_rate
 from forum_atlas.forecasting.montecarlo import Driver
-from forum_atlas.series.parsing import Observation
 
 CONFIDENT_RULE_VERSION = "series-departure-confidence-v8"
 CONFIDENT_DRIVER = "departure confidence"
@@ -103,8 +104,3 @@ class ConfidentRule(LastStepRule):
     def __init__(self, view: SeriesView, frequency: str):
         super().__init__(view, frequency, ConfidentDeparture.of)
 
-
-def confident_answer(observations: Sequence[Observation], question: BoundQuestion, frequency: str) -> RuleAnswer:
-    """Rule v8 for `question` from the observations visible at issue."""
-    view = SeriesView.of(observations)
-    return ConfidentRule(view, frequency)(len(view.values) - 1, question)
