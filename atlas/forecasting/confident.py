@@ -34,8 +34,14 @@ import numpy as np
 from scipy.special import ndtr
 
 from forum_atlas.forecasting.adaptive import PROBABILITY_FLOOR, AdaptiveHistory, LastStepRule, RuleAnswer
-from forum_atlas.forecasting.drivers import RECORD_HALF_LIFE_YEARS, SeriesView, logit
-from forum_atlas.forecasting.earned import MIN_EARNING_CHANGES, earned_fraction, uninformed_rate
+from forum_atlas.forecasting.drivers import SeriesView, logit
+from forum_atlas.forecasting.earned import (
+    MIN_EARNING_CHANGES,
+    earned_fraction,
+    slope_record,
+    slope_words,
+    uninformed_rate,
+)
 from forum_atlas.forecasting.montecarlo import Driver
 
 CONFIDENT_RULE_VERSION = "series-departure-confidence-v8"
@@ -78,22 +84,13 @@ class ConfidentDeparture:
         p4 = answer.record["probability_before_sampling"]
         u, f, published = float(self.uninformed[i]), float(self.fraction[i]), float(self.probability[i])
         slope, se, changes = float(self.slope[i]), float(self.slope_se[i]), float(self.record_changes[i])
-        evidence = (f"slope {slope:+.3f} ± {se:.3f}" if np.isfinite(se)
-                    else "no slope yet (the departure never varied)")
         driver = Driver(
             name=CONFIDENT_DRIVER, weight=1.0, effect=float(logit(published) - logit(p4)), effect_sd=0.0,
             hypothesis=(f"the rule's departure {p4 - u:+.3f} from the uninformed forecast {u:.3f} (rises and falls "
                         f"equally likely, ties as the series had them) points the right way with probability "
                         f"{f:.2f}, so {published:.3f}"),
-            rationale=(f"on earlier origins whose outcome was known at issue ({changes:.0f} independent changes' "
-                       f"worth, half-life {RECORD_HALF_LIFE_YEARS:g} years) the outcome's departure from the "
-                       f"uninformed forecast regressed on the rule's: {evidence}, overlapping horizons counted once; "
-                       f"kept Φ(slope / se) = {f:.3f}"
-                       + (f" (0: fewer than {MIN_EARNING_CHANGES:g} changes)" if changes < MIN_EARNING_CHANGES
-                          else "")))
-        steps = answer.record | {"uninformed_forecast": u, "confidence_fraction": f, "earned_slope": slope,
-                                 "earned_slope_se": se if np.isfinite(se) else None,
-                                 "earned_record_changes": changes, "probability_before_sampling": published}
+            rationale=slope_words(slope, se, changes, f"Φ(slope / se) = {f:.3f}"))
+        steps = answer.record | slope_record(u, slope, se, changes, published) | {"confidence_fraction": f}
         return RuleAnswer(answer.base_rate, [*answer.drivers, driver], steps)
 
 
