@@ -156,7 +156,9 @@ def read_market_index(path: Path) -> SeriesSource:
         for line, row in enumerate(reader, start=2):
             text = row["Date"] or ""
             try:
-                days.append(date(int(text[:4]), int(text[4:]), 1) if len(text) == 6 else date.fromisoformat(""))
+                if len(text) != 6:
+                    raise ValueError(text)
+                days.append(date(int(text[:4]), int(text[4:]), 1))
                 returns.append((float(row["Mkt-RF"]) + float(row["RF"])) / 100.0)
             except (TypeError, ValueError):
                 raise DataFileError(path, line, f"{text[:40]!r} is not a YYYYMM month with two numbers") from None
