@@ -2,11 +2,11 @@
 
 v7 (earned.py) kept v4's departure x = p4 − u from the uninformed forecast u in the proportion
 clip(β, 0, 1)·β²/(β² + se²), β the held-out slope of (y − u) on x: a prior centred on "no departure". Where a
-drift is real but slow, as a stock market's, a record of a few decades holds it at one or two standard errors
-(at one quarter β ≈ 1 ± 0.8 on 15 years of a market's months), so v7 dropped a third to a half of a departure
-that was paying, and lost to the base rate on average; where the departure turns against the outcomes, as a
-bond yield's after its 1981 peak, β falls below 0 and both keep nothing. v8 asks the record one question only —
-does the departure point the right way? — and keeps the departure in proportion to how sure the record is:
+drift is real but slow, as a stock market's, a record of a few decades holds it within one or two standard
+errors, so that prior drops much of a departure that was paying (on the market index of the design data v7 lost
+to the base rate on average: −0.010 at 30d, −0.025 at 1q); where the departure turns against the outcomes β falls
+toward or below 0 and any such rule keeps little. v8 asks the record one question only — does the departure point
+the right way? — and keeps the departure in proportion to how sure the record is:
 
 - u, x and the record (β and its sandwich standard error se, × √h for overlapping paths, weights halving every
   RECORD_HALF_LIFE_YEARS, at least MIN_EARNING_CHANGES independent changes): v7's `earned_fraction`, unchanged.
