@@ -44,8 +44,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     against = backtest.add_mutually_exclusive_group()
     against.add_argument("--threshold", type=float, help="compare the target with this fixed value")
     against.add_argument("--against-origin", action="store_true", help="compare with the origin's value (default)")
-    backtest.add_argument("--rule", choices=["v7", "v6", "v5", "v4", "v3", "v2", "v1"], default="v4",
-                          help="v4: the lane's rule (issue 27); v7: issue 41's earned departure; v6, v5: candidates "
+    backtest.add_argument("--rule", choices=["v8", "v7", "v6", "v5", "v4", "v3", "v2", "v1"], default="v4",
+                          help="v4: the lane's rule (issue 27); v7, v8: issue 41's earned departures; v6, v5: candidates "
                                "not adopted; v3, v2, v1: the rules it replaced")
     backtest.add_argument("--column", help="column of a year/quarter table (default realgdp)")
     backtest.add_argument("--vintage", type=int, help="stored vintage id when the source is a series id")
