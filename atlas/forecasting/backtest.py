@@ -41,6 +41,7 @@ from forum_atlas.forecasting.adaptive import (
     rolling_window_name,
 )
 from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.confident import CONFIDENT_RULE_VERSION, ConfidentRule
 from forum_atlas.forecasting.drivers import (
     LEGACY_RULE_VERSION,
     PERIODS_PER_YEAR,
@@ -84,10 +85,10 @@ def _per_origin(rule):
 
 
 # --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
-# (base rate, drivers, …)). v7 (issue 41), v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted) and v3
-# read a history computed once per question shape, each row from rows up to it only.
-RULES = {"v7": (EARNED_RULE_VERSION, EarnedRule), "v6": (STABLE_RULE_VERSION, StableRule),
-         "v5": (WIDENED_RULE_VERSION, WidenedRule),
+# (base rate, drivers, …)). v8 and v7 (issue 41), v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted)
+# and v3 read a history computed once per question shape, each row from rows up to it only.
+RULES = {"v8": (CONFIDENT_RULE_VERSION, ConfidentRule), "v7": (EARNED_RULE_VERSION, EarnedRule),
+         "v6": (STABLE_RULE_VERSION, StableRule), "v5": (WIDENED_RULE_VERSION, WidenedRule),
          "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
          "v3": (RULE_VERSION, DriftRule),
          "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
@@ -164,8 +165,8 @@ class BacktestRow:
     base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
     window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
-    basis: str | None = None  # v4 to v7: the base-rate candidates the forecast rested on
-    rule_probability: float | None = None  # v4 to v7: its probability before Monte-Carlo sampling
+    basis: str | None = None  # v4 to v8: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4 to v8: its probability before Monte-Carlo sampling
 
 
 @dataclass

@@ -70,6 +70,7 @@ from tests.e2e.prefect_ui import (
     ui_page,
 )
 from tests.support.processes import children, with_descendants
+from tests.support.series import load_series_files
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -314,7 +315,7 @@ def _artifacts(stack, run_id: str) -> dict[str, dict]:
 def _seed_due_bindings(db, shared_data) -> list[str]:
     """Forecasts the lane bound in April 2025 on that month's downloads: long past their deadline now."""
     issued = datetime(2025, 4, 15, tzinfo=timezone.utc)
-    repo.load_series_files(db, [shared_data / "series" / f"{sid}__fred_vintage_2025-04.csv"
+    load_series_files(db, [shared_data / "series" / f"{sid}__fred_vintage_2025-04.csv"
                                 for sid in ("UNRATE", "CPIAUCSL")])
     shipped = [q for q in load_questions(data_file("forecast_lane.json")) if q.series_id in ("UNRATE", "CPIAUCSL")]
     return [issue_bound_forecast(db, spec, issued, run_id=None, seed=1)["key"] for spec in shipped]
@@ -408,7 +409,7 @@ def test_an_offline_nightly_leaves_due_forecasts_pending_alerts_and_a_later_one_
     # UNRATE as FRED gives it today (its newest month two months back), fetched two minutes ago
     download = tmp_path / "UNRATE.csv"
     download.write_text(fred.answer("UNRATE"), encoding="utf-8")
-    repo.load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
+    load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
     unpublished = shift_months(now.date().replace(day=1), -1)
     question = LaneQuestion(key="e2e-unrate-offline", series_id="UNRATE", comparator=">", reference="previous",
                             target_date=unpublished, deadline=now)

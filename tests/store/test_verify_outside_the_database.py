@@ -16,7 +16,7 @@ from forum_atlas.deliberation.verify import verify_brief
 from forum_atlas.integrity import PROTECTED, content_digest, record_text
 from forum_atlas.store.briefs import persist_brief, stored_brief
 from forum_atlas.store.db import chain_head, record_event, verify_audit
-from forum_atlas.store.scores import run_scoring
+from forum_atlas.tasks.scoring import run_scoring
 from tests.store.test_briefs import corpus, make_record  # noqa: F401  (corpus is a fixture, reused)
 from tests.store.test_tamper_evidence import scored  # noqa: F401  (a fixture: vintages, a bound forecast, scores)
 
