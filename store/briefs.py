@@ -22,11 +22,11 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.model import (
     AuditSummary,
     BriefRecord,
     BriefView,
-    CallRecord,
     CitationView,
     ClaimView,
     Section,

@@ -11,6 +11,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from tests.support.import_graph import circles, import_graph, imports_up_the_layers, package
+
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 FORBIDDEN_IN_CORE = {"prefect", "psycopg", "psycopg_pool", "pgvector"}
@@ -184,3 +186,41 @@ def test_every_package_folder_is_listed_so_the_wheel_carries_it():
 def test_top_level_layout():
     for name in ("pyproject.toml", "README.md", "prefect.yaml", "flows", "tasks", "blocks", "sql", "deployments", "tests"):
         assert (REPO / name).exists(), name
+
+
+def test_no_import_circles_between_packages():
+    assert circles(import_graph(REPO, package)) == []
+
+
+def test_no_import_circles_between_modules():
+    assert circles(import_graph(REPO)) == []
+
+
+def test_imports_go_to_their_own_layer_or_a_lower_one():
+    """cli > flows > tasks > store > runtime > blocks > atlas (the domain): LAYERS in tests/support/import_graph.py."""
+    assert imports_up_the_layers(REPO) == []
+
+
+def test_the_circle_and_layer_rules_catch_planted_violations(tmp_path):
+    planted = {
+        "atlas/__init__.py": "",
+        "atlas/calls.py": "",
+        "atlas/llm/__init__.py": "",
+        "atlas/llm/engine.py": "from forum_atlas.deliberation.model import Passage\nfrom forum_atlas import calls\n",
+        "atlas/deliberation/__init__.py": "",
+        "atlas/deliberation/model.py": "def f():\n    from forum_atlas.llm import engine\n",
+        "store/__init__.py": "",
+        "store/db.py": "from forum_atlas.runtime import pgserver\nfrom forum_atlas.calls import CallRecord\n",
+        "runtime/__init__.py": "",
+        "runtime/pgserver.py": "",
+        "runtime/ops_stack.py": "import forum_atlas.store.db\n",
+    }
+    for name, text in planted.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert circles(import_graph(tmp_path, package)) == [
+        ["forum_atlas.deliberation", "forum_atlas.llm", "forum_atlas.deliberation"], ["runtime", "store", "runtime"]]
+    # runtime -> store -> runtime is a circle of packages, not of modules: ops_stack -> db -> pgserver
+    assert circles(import_graph(tmp_path)) == [
+        ["forum_atlas.deliberation.model", "forum_atlas.llm.engine", "forum_atlas.deliberation.model"]]
+    assert imports_up_the_layers(tmp_path) == ["runtime/ops_stack.py (runtime) -> forum_atlas.store.db (store)"]

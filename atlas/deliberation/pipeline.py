@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.audit import (
     AUDIT_RULES,
     AuditedDraft,
@@ -26,11 +27,11 @@ from forum_atlas.deliberation.audit import (
     synthesis_basis,
 )
 from forum_atlas.deliberation.brief import assemble, synthesis_request
+from forum_atlas.deliberation.engine import DeliberationEngine
 from forum_atlas.deliberation.model import (
     COORDINATOR,
     BriefRecord,
     BriefView,
-    CallRecord,
     DraftReply,
     DraftRequest,
     Passage,
@@ -39,7 +40,6 @@ from forum_atlas.deliberation.model import (
     SynthesisRequest,
 )
 from forum_atlas.entailment import VerifierChoice
-from forum_atlas.llm import DeliberationEngine
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
-    CallRecord,
     ClaimDraft,
     DraftReply,
     DraftRequest,

@@ -14,11 +14,11 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.model import (
     AuditedClaim,
     AuditSummary,
     BriefRecord,
-    CallRecord,
     Downgrade,
     Passage,
     PersonaAssignment,
