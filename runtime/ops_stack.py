@@ -24,6 +24,7 @@ from forum_atlas.config import Settings
 from forum_atlas.runtime.pgserver import pid_alive
 from forum_atlas.runtime import prefect_postgres
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE, free_port, home_lock, prefect_home, wait_until_healthy
+from forum_atlas.runtime.schedules import seed_schedules
 from forum_atlas.scoring import DEGRADED
 
 WORK_POOL = "atlas-process"
@@ -231,11 +232,7 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
         # resuming a paused nightly) and leaves them alone when the file says `schedules: null`, as prefect.yaml
         # does for every deployment: its `initial_schedules` (a key Prefect ignores) seed a new one only
         config = yaml.safe_load((prefect_file or root / "prefect.yaml").read_text())
-        on_server = {d.name for d in existing.values()}
-        for deployment in config["deployments"]:
-            seed = deployment.pop("initial_schedules", None)
-            if seed and deployment["name"] not in on_server:
-                deployment["schedules"] = seed
+        seed_schedules(config, {d.name for d in existing.values()}, root / "prefect.yaml")
         prefect_file = Path(scratch) / "prefect.yaml"
         prefect_file.write_text(yaml.safe_dump(config, sort_keys=False))
         command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(prefect_file),

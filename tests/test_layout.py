@@ -1,8 +1,12 @@
-"""The house rules that code can check: plain logic stays plain, SQL stays in the store, flows go
-through tasks, every tasks module holds tasks, and the distribution installs one name."""
+"""The house rules that code can check: plain logic stays plain, SQL stays in the store, the store is data
+access (it takes only plain record types from the domain), flows go through tasks, every tasks module holds
+tasks, and the distribution installs one name."""
 
 import ast
+import dataclasses
+import enum
 import importlib
+import inspect
 import re
 import tomllib
 from pathlib import Path
@@ -67,6 +71,45 @@ def test_the_sql_pattern_catches_statements_and_spares_prose():
     assert SQL_TEXT.search("SELECT count(*) FROM forum.events")
     assert SQL_TEXT.search("UPDATE forum.chunks SET body = 'x'")
     assert not SQL_TEXT.search("select the specialists the question calls for; delete nothing")
+
+
+STORE_FOUNDATION = ("forum_atlas.config", "forum_atlas.integrity", "forum_atlas.resources", "forum_atlas.redaction",
+                    "forum_atlas.runtime", "forum_atlas.store", "forum_atlas.sql")
+
+
+def _is_plain_record(obj) -> bool:
+    """A dataclass, NamedTuple, Enum, TypedDict or exception, or an immutable constant: data, not behaviour."""
+    if inspect.isclass(obj):
+        return (dataclasses.is_dataclass(obj) or issubclass(obj, (enum.Enum, Exception))
+                or (issubclass(obj, tuple) and hasattr(obj, "_fields")) or hasattr(obj, "__total__"))
+    return isinstance(obj, (str, int, float, bytes, tuple, frozenset, type(None)))
+
+
+def _store_borrowings(folder: Path) -> list[str]:
+    """What store/ takes from the domain beyond its plain record types."""
+    offenders = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                offenders += [f"{path.name}: import {a.name}" for a in node.names
+                              if a.name.startswith("forum_atlas") and not a.name.startswith(STORE_FOUNDATION)]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("forum_atlas") \
+                    and not node.module.startswith(STORE_FOUNDATION):
+                module = importlib.import_module(node.module)
+                offenders += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                              if inspect.ismodule(getattr(module, a.name, None))
+                              or not _is_plain_record(getattr(module, a.name, None))]
+    return offenders
+
+
+def test_the_store_is_data_access_and_takes_only_record_types_from_the_domain():
+    assert _store_borrowings(REPO / "store") == []
+
+
+def test_the_store_rule_catches_a_borrowed_function(tmp_path):
+    (tmp_path / "planted.py").write_text("from forum_atlas.scoring.metrics import accuracy_metrics\n"
+                                         "from forum_atlas.ingestion.records import SourceInfo\n", encoding="utf-8")
+    assert _store_borrowings(tmp_path) == ["planted.py: forum_atlas.scoring.metrics.accuracy_metrics"]
 
 
 def test_flows_reach_the_database_only_through_tasks():

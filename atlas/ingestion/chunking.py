@@ -13,6 +13,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+# The default chunk size, in characters, and the overlap between chunks: the ingest flow, the CLI and
+# ChunkingOptions all read these.
+DEFAULT_CHUNK_CHARS = 1200
+DEFAULT_OVERLAP_CHARS = 200
+
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and an
 # upper-case letter, digit or opening quote/bracket — or at a blank line. The pattern consumes the
 # punctuation mark (group 1 marks that branch) rather than looking behind for it: a pattern that starts
@@ -27,8 +32,8 @@ _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|et al|vs|cf|ca|approx|Fig|Figs|Eq
 
 @dataclass(frozen=True)
 class ChunkingOptions:
-    max_chars: int = 1200
-    overlap_chars: int = 200
+    max_chars: int = DEFAULT_CHUNK_CHARS
+    overlap_chars: int = DEFAULT_OVERLAP_CHARS
 
     def __post_init__(self) -> None:
         if self.max_chars < 50:

@@ -55,12 +55,22 @@ from forum_atlas.forecasting.lane import LaneQuestion, load_questions, shift_mon
 from forum_atlas.resources import data_file
 from forum_atlas.runtime import ops_stack
 from forum_atlas.runtime.pgserver import stop_embedded
+from forum_atlas.runtime.schedules import shipped_schedules
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
 from tests.e2e.fred_standin import FredCsvStandIn
-from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page
+from tests.e2e.prefect_ui import (
+    Screenshots,
+    chromium_or_skip,
+    daily_schedule_text,
+    deployment_link,
+    form_property,
+    schedule_switch,
+    ui_page,
+)
 from tests.support.processes import children, with_descendants
+from tests.support.series import load_series_files
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -183,16 +193,19 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
     shots = Screenshots(tmp_path / "browser")
     report_dir = tmp_path / "typed-in-the-form"
     deployments = f"{stack.ui_url}/deployments"
+    shipped = shipped_schedules(Path(stack.project_dir) / "prefect.yaml")
+    lane_text, nightly_text = (daily_schedule_text(shipped[name][0]["cron"]) for name in ("bind-forecasts",
+                                                                                          "score-accuracy"))
     with ui_page(chromium, shots) as page:
         page.goto(deployments)
         for name in ("bind-forecasts", "score-accuracy", "backfill-scores", "ingest"):
             deployment_link(page, name).wait_for()
-        page.get_by_text("At 06:00 AM every day").wait_for()
-        page.get_by_text("At 02:30 AM every day").wait_for()
+        page.get_by_text(lane_text).wait_for()
+        page.get_by_text(nightly_text).wait_for()
         shots.take(page, "deployments")
 
         deployment_link(page, "score-accuracy").click()
-        nightly = schedule_switch(page, "At 02:30 AM every day")
+        nightly = schedule_switch(page, nightly_text)
         nightly.wait_for()
         assert nightly.get_attribute("aria-checked") == "true", "the nightly schedule is active"
         shots.take(page, "nightly-schedule")
@@ -224,7 +237,7 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
         # while the worker runs it
         page.goto(deployments)
         deployment_link(page, "bind-forecasts").click()
-        lane = schedule_switch(page, "At 06:00 AM every day")
+        lane = schedule_switch(page, lane_text)
         lane.wait_for()
         assert lane.get_attribute("aria-checked") == "false", "the lane ships paused"
         shots.take(page, "lane-paused")
@@ -302,7 +315,7 @@ def _artifacts(stack, run_id: str) -> dict[str, dict]:
 def _seed_due_bindings(db, shared_data) -> list[str]:
     """Forecasts the lane bound in April 2025 on that month's downloads: long past their deadline now."""
     issued = datetime(2025, 4, 15, tzinfo=timezone.utc)
-    repo.load_series_files(db, [shared_data / "series" / f"{sid}__fred_vintage_2025-04.csv"
+    load_series_files(db, [shared_data / "series" / f"{sid}__fred_vintage_2025-04.csv"
                                 for sid in ("UNRATE", "CPIAUCSL")])
     shipped = [q for q in load_questions(data_file("forecast_lane.json")) if q.series_id in ("UNRATE", "CPIAUCSL")]
     return [issue_bound_forecast(db, spec, issued, run_id=None, seed=1)["key"] for spec in shipped]
@@ -396,7 +409,7 @@ def test_an_offline_nightly_leaves_due_forecasts_pending_alerts_and_a_later_one_
     # UNRATE as FRED gives it today (its newest month two months back), fetched two minutes ago
     download = tmp_path / "UNRATE.csv"
     download.write_text(fred.answer("UNRATE"), encoding="utf-8")
-    repo.load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
+    load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
     unpublished = shift_months(now.date().replace(day=1), -1)
     question = LaneQuestion(key="e2e-unrate-offline", series_id="UNRATE", comparator=">", reference="previous",
                             target_date=unpublished, deadline=now)

@@ -4,6 +4,7 @@ Degraded (an alerting state) with an artifact saying why, and a later nightly th
 from datetime import datetime, timezone
 
 from forum_atlas.store import forecasts as repo
+from tests.support.series import load_series_files
 
 
 def test_an_offline_nightly_is_degraded_and_leaves_forecasts_waiting_then_resolves_them(
@@ -23,7 +24,7 @@ def test_an_offline_nightly_is_degraded_and_leaves_forecasts_waiting_then_resolv
     monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("FRED_API_KEY", raising=False)
     monkeypatch.setenv("ATLAS_FRED_CSV_BASE", f"http://127.0.0.1:{free_port()}")   # nothing listens there
-    repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
     question = LaneQuestion(key="unrate-up", series_id="UNRATE", comparator=">", reference="previous",
                             target_date="2025-06-01", deadline="2025-08-01T00:00:00Z")
     fid = issue_bound_forecast(db, question, datetime(2025, 5, 20, tzinfo=timezone.utc), run_id=None,
