@@ -98,7 +98,7 @@ def measure(settings, claims: list[dict], gold: dict[int, list[str]], engines: d
 
 
 def _sentences(text: str) -> list[str]:
-    from forum_atlas.ingestion.chunking import sentence_spans
+    from forum_atlas.text import sentence_spans
 
     return [text[s:e] for s, e in sentence_spans(text)]
 

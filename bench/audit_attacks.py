@@ -295,7 +295,8 @@ def class_evidence(settings, pairs: list) -> tuple[object, dict[int, str]]:
 
 
 def _reply(claims: list) -> object:
-    from forum_atlas.deliberation.model import CallRecord, DraftReply
+    from forum_atlas.calls import CallRecord
+    from forum_atlas.deliberation.model import DraftReply
 
     return DraftReply(claims=claims, call=CallRecord(stage="draft:bench", provider="bench attack generator",
                                                      version="issue-35", input_digest="-"))

@@ -59,6 +59,8 @@ def build(server_url: str, workload: str) -> str:
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.forecasting.demo import DEMO_FILES
+    from forum_atlas.series.connectors.file import read_series_files
+    from forum_atlas.series.coverage import check_coverage
     from forum_atlas.store import forecasts, migrations
     from forum_atlas.store.db import Database
 
@@ -68,7 +70,8 @@ def build(server_url: str, workload: str) -> str:
         migrations.apply_pending(conn, before=FIRST_MIGRATION_MEASURED)
     with Database.open(Settings(database_url=url), migrate=False) as db:
         load(db, _records(workload), make_embedder("hashed"), progress=workload != "demo")
-        forecasts.load_series_files(db, [SERIES / name for name in DEMO_FILES])
+        forecasts.load_vintages(db, read_series_files([SERIES / name for name in DEMO_FILES]),
+                                check_coverage=check_coverage)
     return url
 
 
@@ -76,8 +79,8 @@ def forecast_and_score(url: str) -> None:
     from forum_atlas.config import Settings
     from forum_atlas.forecasting.demo import DEMO_QUESTIONS, ISSUED_AT, SCORED_AT
     from forum_atlas.store.db import shared_database
-    from forum_atlas.store.scores import run_scoring
     from forum_atlas.tasks.forecasting import issue_bound_forecast
+    from forum_atlas.tasks.scoring import run_scoring
 
     db = shared_database(Settings(database_url=url))
     for question in DEMO_QUESTIONS:

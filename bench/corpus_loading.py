@@ -17,7 +17,7 @@ from psycopg.conninfo import make_conninfo
 from forum_atlas.embeddings.base import Embedder
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.ingestion.preparation import prepare
-from forum_atlas.ingestion.records import SCIFACT_SOURCE, Record, iter_raw, load_rows, to_records
+from forum_atlas.ingestion.records import SCIFACT_SOURCE, Record, iter_raw, load_rows, source_conflict, to_records
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import compact_bm25_postings, ensure_embedding_index, register_embedder, write_batch
 
@@ -74,7 +74,7 @@ def load(db: Database, batches: Iterable[Sequence[Record]], embedder: Embedder,
     chunks = 0
     start = time.perf_counter()
     for i, records in enumerate(batches):
-        written = write_batch(db, records, prepare(records, embedder, options))
+        written = write_batch(db, records, prepare(records, embedder, options), source_conflict)
         chunks += written.chunks_added
         if progress and i % 10 == 9:
             print(f"  … {chunks:,} chunks, {chunks / (time.perf_counter() - start):,.0f}/s", flush=True)

@@ -181,10 +181,13 @@ def _retrieval_measure(folder: Path) -> dict:
     from forum_atlas.config import settings_from_env
     from forum_atlas.retrieval.model import RetrievalOptions
     from forum_atlas.retrieval.pipeline import retrieve
-    from forum_atlas.store.retrieval import Retriever
+    from forum_atlas.retrieval.retriever import Retriever
+    from forum_atlas.store.db import shared_database
+    from forum_atlas.store.retrieval import StoredCorpus
 
     questions = json.loads(QUESTIONS.read_text())
-    retriever = Retriever.from_settings(settings_from_env())
+    settings = settings_from_env()
+    retriever = Retriever.from_settings(settings, StoredCorpus(shared_database(settings)))
     tokens = lambda text: re.findall(r"\w+", text.lower())  # noqa: E731
     windows, owners = [], []
     for path in sorted(folder.glob("*.pdf")):

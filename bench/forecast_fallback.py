@@ -112,6 +112,7 @@ from forum_atlas.forecasting.stable import Stability
 from forum_atlas.forecasting.widened import TEMPERATURES as V5_TEMPERATURES
 from forum_atlas.forecasting.widened import Widening
 from forum_atlas.scoring.metrics import REPORT_BINS, accuracy_metrics, expected_calibration_error, skill
+from forum_atlas.scoring.rules import brier
 
 RECENT_HALF_LIFE_YEARS = 3.0
 DAILY_EVERY = 5
@@ -223,7 +224,7 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
     half = np.full(len(v4), 0.5)
 
     def gain_over_whole(p: np.ndarray, half_life: float = RECORD_HALF_LIFE_YEARS) -> np.ndarray:
-        return held_out_sums((whole - outcome) ** 2 - (p - outcome) ** 2, usable, h, periods_per_year, half_life)
+        return held_out_sums(brier(whole, outcome) - brier(p, outcome), usable, h, periods_per_year, half_life)
 
     moved = v4 - whole
     covariance = held_out_sums(moved * (outcome - whole), usable, h, periods_per_year)[1]
@@ -246,14 +247,14 @@ def fallback_rules(history: AdaptiveHistory, outcome: np.ndarray, usable: np.nda
         """logit(p4) pulled toward logit(centre) by the temperature with the best held-out Brier so far, once
         that record holds MIN_RECORD_CHANGES independent changes' worth (before that, p4)."""
         scaled = [sigmoid(logit(centre) + (logit(v4) - logit(centre)) / t) for t in TEMPERATURES]
-        records = [held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h, periods_per_year)
+        records = [held_out_sums(brier(v4, outcome) - brier(p, outcome), usable, h, periods_per_year)
                    for p in scaled]
         best = np.choose(np.argmax(np.stack([record[1] for record in records]), axis=0), scaled)
         return np.where(records[0][0] / h >= MIN_RECORD_CHANGES, best, v4)
 
     def gated(p: np.ndarray) -> np.ndarray:
         """p where its record over p4 (each earlier origin scored with what p was there) passes v4's gate, else p4."""
-        return np.where(held_out_gate_passed(held_out_sums((v4 - outcome) ** 2 - (p - outcome) ** 2, usable, h,
+        return np.where(held_out_gate_passed(held_out_sums(brier(v4, outcome) - brier(p, outcome), usable, h,
                                                            periods_per_year), h), p, v4)
 
     widened, toward_whole = tempered(half), tempered(whole)
@@ -300,7 +301,7 @@ def at_the_cut(history: AdaptiveHistory, outcome: np.ndarray, usable: np.ndarray
     by which a shrink toward w fitted on those origins would scale v4's departure from w."""
     h, v4, whole = history.horizon, history.probability, history.candidates[0]
     moved = v4 - whole
-    record = held_out_record(held_out_sums((whole - outcome) ** 2 - (v4 - outcome) ** 2, usable, h,
+    record = held_out_record(held_out_sums(brier(whole, outcome) - brier(v4, outcome), usable, h,
                                            periods_per_year)[:, row], h)
     covariance = held_out_sums(moved * (outcome - whole), usable, h, periods_per_year)[1][row]
     variance = held_out_sums(moved * moved, usable, h, periods_per_year)[1][row]
@@ -309,7 +310,7 @@ def at_the_cut(history: AdaptiveHistory, outcome: np.ndarray, usable: np.ndarray
 
 def _scores(p: np.ndarray, whole: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     metrics = accuracy_metrics(p, y, fixed_base_rate=0.5, bins=REPORT_BINS)
-    return (skill(metrics.brier, float(np.mean((whole - y) ** 2))), metrics.skill_vs_fixed_base_rate,
+    return (skill(metrics.brier, float(np.mean(brier(whole, y)))), metrics.skill_vs_fixed_base_rate,
             expected_calibration_error(metrics.decomposition))
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from forum_atlas.forecasting.adaptive import held_out_gate_passed
 from forum_atlas.forecasting.drivers import held_out_sums
+from forum_atlas.scoring.rules import brier
 
 STACK_HALF_LIFE_YEARS = 5.0
 STACK_PRIOR_CHANGES = 4.0
@@ -103,6 +104,6 @@ class Stacking:
         fitted = total > 0
         b1, b2 = np.where(fitted, b1, 0.0), np.where(fitted, b2, 0.0)
         stacked = whole + b1 * x1 + b2 * x2
-        record = held_out_sums((p4 - outcome) ** 2 - (stacked - outcome) ** 2, usable, horizon, periods_per_year)
+        record = held_out_sums(brier(p4, outcome) - brier(stacked, outcome), usable, horizon, periods_per_year)
         on = held_out_gate_passed(record, horizon, gate_z)
         return cls(horizon, half_life, prior, b1, b2, changes, stacked, record, on, np.where(on, stacked, p4))

@@ -83,14 +83,16 @@ SELECT f.forecast_id, 'bench-' || f.forecast_id,
 def bench_scoring(settings: Settings, n: int) -> list[tuple]:
     from forum_atlas.store import forecasts as repo
     from forum_atlas.store.db import Database
-    from forum_atlas.store.scores import run_scoring
+    from forum_atlas.series.connectors.file import read_series_files
+    from forum_atlas.series.coverage import check_coverage
+    from forum_atlas.tasks.scoring import run_scoring
 
     start = time.perf_counter()
     import great_expectations  # noqa: F401  (imported lazily by the scorer; timed separately)
     gx_import = time.perf_counter() - start
 
     with Database.open(settings) as db:
-        repo.load_series_files(db, sorted(SERIES.glob("*.csv")))
+        repo.load_vintages(db, read_series_files(sorted(SERIES.glob("*.csv"))), check_coverage=check_coverage)
         with db.transaction() as conn:
             conn.execute(SETUP_FORECASTS, {"n": n})
             conn.execute(SETUP_BINDINGS.replace("%%", "%"))

@@ -30,11 +30,11 @@ from typing import Any
 from bench.report import load_line, markdown_table, table
 from forum_atlas.config import LOCAL_CPU_PROFILE, LLMOptions
 from forum_atlas.deliberation.audit import RoundEvidence, audit_reply, support_pairs, verbatim_pairs
+from forum_atlas.deliberation.engine import DeliberationEngine
 from forum_atlas.deliberation.model import SOURCED, DraftReply, DraftRequest, Passage, PersonaAssignment
 from forum_atlas.deliberation.quotes import quote_in_passage
-from forum_atlas.entailment.rules import RuleBasedSupportVerifier
 from forum_atlas.entailment.base import SupportQuery
-from forum_atlas.llm.base import DeliberationEngine
+from forum_atlas.entailment.rules import RuleBasedSupportVerifier
 from forum_atlas.llm.offline_deliberation import OfflineDeliberationEngine
 from forum_atlas.providers import ProviderError
 

@@ -152,8 +152,9 @@ def main() -> int:
                 if label == "hashed":
                     runs["BM25 (forum.bm25_search)"][qid] = retrieval.bm25(conn, text, options).candidates
                 runs["bm25"][qid] = retrieval.bm25(conn, text, options).candidates
-                runs[f"dense {label}, threshold 0.45"][qid] = retrieval.dense(conn, embedder, text, options).candidates
-                runs[f"dense {label}, no threshold"][qid] = retrieval.dense(conn, embedder, text, unthresholded).candidates
+                vectors = retrieval.StoredVectors(conn)
+                runs[f"dense {label}, threshold 0.45"][qid] = stages.dense(embedder, text, options, vectors).candidates
+                runs[f"dense {label}, no threshold"][qid] = stages.dense(embedder, text, unthresholded, vectors).candidates
                 runs[f"hybrid RRF k=50 (BM25 + {label})"][qid] = reciprocal_rank_fusion(
                     {"bm25": runs["bm25"][qid], "dense": runs[f"dense {label}, threshold 0.45"][qid]}, k=50)
             if label == "hashed":
@@ -190,7 +191,7 @@ def hnsw_recall(conn, embedder, queries: dict[str, str], ef_search: int, k: int 
     from forum_atlas.store import retrieval
 
     options = RetrievalOptions(ef_search=ef_search)
-    model = retrieval.embedding_model(conn, embedder)
+    model = retrieval.embedding_model(conn, embedder.name)
     overlaps = []
     for text in queries.values():
         vector = embedder.embed_query(text)

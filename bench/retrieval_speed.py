@@ -28,7 +28,7 @@ Measured per query (p50/p95, ms): BM25 (`forum.bm25_search`, top 20, served by t
 when store/native.py could install it, which the output names; its PL/pgSQL fallback is timed on
 the same queries right after, i.e. on warm buffers, and must return the same top 20), dense (HNSW
 top 20 with the 0.45 threshold, ef_search 40 and 100), end-to-end hybrid (`retrieval.pipeline.retrieve`
-on a `store.retrieval.Retriever`: BM25 + dense + RRF + chunk fetch, no rerank), the same with a
+on a `retrieval.retriever.Retriever`: BM25 + dense + RRF + chunk fetch, no rerank), the same with a
 selective filter (1 % sector; filtered BM25 must return min(20, matching chunks)), and rank_bm25's
 `get_scores` + top-k over the same token lists where its estimated memory fits (else the output
 says so). HNSW recall@20 is measured against an exact scan. What bounds BM25: the postings in the
@@ -164,6 +164,7 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.ingestion.preparation import prepare
+    from forum_atlas.ingestion.records import source_conflict
     from forum_atlas.store.db import Database
     from forum_atlas.store.documents import write_batch
 
@@ -181,7 +182,7 @@ def load_corpus(db_url: str, size: int, state_path: Path) -> dict:
             # The write path's own skip, at this size: the last stored batch offered again adds nothing.
             again = next(corpus.records(BATCH, start=max(0, stored - BATCH), stop=stored))
             t0 = time.perf_counter()
-            written = write_batch(db, again, prepare(again, embedder, WHOLE_DOCUMENT))
+            written = write_batch(db, again, prepare(again, embedder, WHOLE_DOCUMENT), source_conflict)
             state["rewrite_check"] = {"at": stored, "documents_added": written.documents_added,
                                       "seconds": time.perf_counter() - t0}
             if written.documents_added:
@@ -271,10 +272,11 @@ def query_worker(db_url: str, size: int) -> dict:
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.rerank.none import NoReranker
     from forum_atlas.retrieval.model import RetrievalOptions
+    from forum_atlas.retrieval import stages
     from forum_atlas.retrieval.pipeline import retrieve
+    from forum_atlas.retrieval.retriever import Retriever
     from forum_atlas.store import retrieval
     from forum_atlas.store.db import Database
-    from forum_atlas.store.retrieval import Retriever
 
     queries = SyntheticCorpus(size).queries(QUERY_COUNT + WARMUP)
     embedder = make_embedder("hashed")
@@ -288,14 +290,14 @@ def query_worker(db_url: str, size: int) -> dict:
     tie_recall: list[float] = []
     filtered_full: list[bool] = []
     with Database.open(Settings(database_url=db_url), migrate=False) as db:
-        retriever = Retriever(db, embedder, NoReranker())
+        retriever = Retriever(retrieval.StoredCorpus(db), embedder, NoReranker())
         with db.connection() as conn:
             for i, text in enumerate(queries):
                 for name, opts in (("", options), ("_filtered", filtered)):
                     t0 = time.perf_counter()
                     lexical = retrieval.bm25(conn, text, opts)
                     t1 = time.perf_counter()
-                    retrieval.dense(conn, embedder, text, opts)
+                    stages.dense(embedder, text, opts, retrieval.StoredVectors(conn))
                     t2 = time.perf_counter()
                     if i >= WARMUP:
                         out["bm25" + name].append((t1 - t0) * 1000)
@@ -306,7 +308,7 @@ def query_worker(db_url: str, size: int) -> dict:
                         portable = conn.execute("SELECT chunk_id FROM forum.bm25_search_maxscore(%s, %s)",
                                                 (text, opts.bm25_k)).fetchall()
                         t4 = time.perf_counter()
-                        retrieval.dense(conn, embedder, text, ef40)
+                        stages.dense(embedder, text, ef40, retrieval.StoredVectors(conn))
                         if i >= WARMUP:
                             out["bm25_plpgsql"].append((t4 - t3) * 1000)
                             out["dense_ef40"].append((time.perf_counter() - t4) * 1000)
@@ -321,9 +323,9 @@ def query_worker(db_url: str, size: int) -> dict:
                                          FROM forum.bm25_query_terms(%s))""", (text,)).fetchone()["n"]
                         filtered_full.append(len(lexical.candidates) == min(opts.bm25_k, matching))
                 if i >= WARMUP and i < WARMUP + 50:
-                    approx = retrieval._dense_rows(conn, retrieval.embedding_model(conn, embedder),
+                    approx = retrieval._dense_rows(conn, retrieval.embedding_model(conn, embedder.name),
                                                    embedder.embed_query(text), options, exact=False, limit=20)
-                    exact = retrieval._dense_rows(conn, retrieval.embedding_model(conn, embedder),
+                    exact = retrieval._dense_rows(conn, retrieval.embedding_model(conn, embedder.name),
                                                   embedder.embed_query(text), options, exact=True, limit=20)
                     truth = {r["chunk_id"] for r in exact}
                     recall.append(len(truth & {r["chunk_id"] for r in approx}) / max(1, len(truth)))

@@ -20,20 +20,21 @@ from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
 from forum_atlas.flows.score_accuracy import ScoringParameters, score_accuracy
 from forum_atlas.forecasting.demo import DEMO_FILES, DEMO_QUESTIONS, ISSUED_AT, SCORED_AT
 from forum_atlas.resources import data_file
-from forum_atlas.scoring.report import AccuracyReport
+from forum_atlas.scoring.report import AccuracyReport, accuracy_report
+from forum_atlas.series.connectors.file import read_series_files
+from forum_atlas.series.coverage import check_coverage
 from forum_atlas.store.db import shared_database
-from forum_atlas.store.forecasts import load_series_files
-from forum_atlas.store.scores import accuracy_report
+from forum_atlas.store.forecasts import accuracy_rows, load_vintages
 
 
 def run_forecast_demo(series_dir: Path | None = None, report_dir: Path | None = None) -> AccuracyReport:
     """`series_dir` holds the four DEMO_FILES; default: the copies bundled with the package."""
     files = [series_dir / name if series_dir else data_file("series", name) for name in DEMO_FILES]
     settings = resolve_settings()
-    stored = load_series_files(shared_database(settings), files)
+    stored = load_vintages(shared_database(settings), read_series_files(files), check_coverage=check_coverage)
     print("series vintages: " + ", ".join(f"{s['series_id']} {s['label']} (#{s['vintage_id']}"
                                           f"{'' if s['created'] else ', already stored'})" for s in stored))
     bind_forecasts(LaneParameters(questions=DEMO_QUESTIONS, as_of=ISSUED_AT))
     score_accuracy(ScoringParameters(as_of=SCORED_AT, report_dir=str(report_dir) if report_dir else None))
     with shared_database(settings).connection() as conn:
-        return accuracy_report(conn)
+        return accuracy_report(accuracy_rows(conn))

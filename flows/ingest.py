@@ -37,7 +37,7 @@ from forum_atlas.blocks.settings import resolve_settings
 from forum_atlas.config import EMBEDDER_NAMES
 from forum_atlas.embeddings.base import embed_report
 from forum_atlas.ingestion import progress as ingest_progress
-from forum_atlas.ingestion.chunking import ChunkingOptions
+from forum_atlas.ingestion.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS, ChunkingOptions
 from forum_atlas.ingestion.documents import DEFAULT_MAX_FILE_BYTES
 from forum_atlas.ingestion.preparation import BatchInFlight, CommitLog
 from forum_atlas.ingestion.records import DocumentOptions, FileOutcome, InputError, SourceInfo, detect_format, iter_raw
@@ -100,8 +100,8 @@ def ingest(
     format: Literal["auto", "jsonl", "folder", "beir"] = "auto",
     source: SourceParams | None = None,
     batch_size: Annotated[int, Field(ge=1, le=50_000)] = 1000,
-    chunk_chars: Annotated[int, Field(ge=50, le=100_000)] = 1200,
-    overlap_chars: Annotated[int, Field(ge=0, le=50_000)] = 200,
+    chunk_chars: Annotated[int, Field(ge=50, le=100_000)] = DEFAULT_CHUNK_CHARS,
+    overlap_chars: Annotated[int, Field(ge=0, le=50_000)] = DEFAULT_OVERLAP_CHARS,
     embedder: Literal[EMBEDDER_NAMES] | None = None,
     index_mode: Literal["auto", "incremental", "rebuild"] = "auto",
     database_block: AtlasDatabase | None = None,

@@ -68,9 +68,10 @@ class RunnerLost(RuntimeError):
 def enabled(target: str) -> bool:
     """Whether a command should use a runner: not when ATLAS_FLOW_RUNNER=off, not in a process that has imported
     Prefect already (a test, the demo: the runner exists to spare a fresh process that import), and not when the
-    runner's socket path would not fit a Unix socket address (a very long PREFECT_HOME)."""
+    runner's socket path would not fit a Unix socket address (a very long PREFECT_HOME) on a system without
+    /proc/self/fd to shorten it."""
     return os.environ.get("ATLAS_FLOW_RUNNER", "on") != "off" and "prefect" not in sys.modules \
-        and len(str(_Files.of(target).socket).encode()) < _SOCKET_PATH_MAX
+        and (len(str(_Files.of(target).socket).encode()) < _SOCKET_PATH_MAX or os.path.isdir("/proc/self/fd"))
 
 
 def request(target: str, payload: dict) -> dict:
@@ -132,10 +133,26 @@ def _code_stamp() -> str:
     return str(newest)
 
 
+@contextmanager
+def _address(path: Path) -> Iterator[str]:
+    """The socket's address, even when its path is longer than a Unix socket address holds (a deep PREFECT_HOME,
+    such as a test's): its folder is then reached through /proc/self/fd, which Linux resolves as the folder itself,
+    so the socket file stays in the home, with the home's permissions."""
+    if len(str(path).encode()) < _SOCKET_PATH_MAX:
+        yield str(path)
+        return
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{folder}/{path.name}"
+    finally:
+        os.close(folder)
+
+
 def _connect(path: Path) -> socket.socket | None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(str(path))
+        with _address(path) as address:
+            conn.connect(address)
     except OSError:   # none listens there (a stale socket file, or no file)
         conn.close()
         return None
@@ -191,7 +208,8 @@ def serve(target: str, path: Path) -> None:
     getattr(function, "warm_up", lambda: None)()
     redact_this_process()   # the handlers Prefect's import configured
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
+    with _address(path) as address:
+        listener.bind(address)
     listener.listen(64)
     identity, files, idle = path.stat().st_ino, _Files(path), idle_seconds()
     state = {"in_flight": 0, "since": time.monotonic()}

@@ -10,37 +10,22 @@ and log files are recorded in `<data dir>/ops/stack.json`; `down` stops them in 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from forum_atlas.config import Settings
-from forum_atlas.runtime.pgserver import pid_alive
 from forum_atlas.runtime import prefect_postgres
 from forum_atlas.runtime.prefect_api import QUIET_CONSOLE, free_port, home_lock, prefect_home, wait_until_healthy
+from forum_atlas.runtime.schedules import seed_schedules
+from forum_atlas.runtime.stack_state import Stack, alive, read_stack, save_stack, state_file
 from forum_atlas.scoring import DEGRADED
 
 WORK_POOL = "atlas-process"
-
-
-@dataclass
-class Stack:
-    api_url: str
-    project_dir: str
-    logs: str
-    pids: dict[str, int] = field(default_factory=dict)   # role → pid, in start order
-    prefect_database: str = "sqlite"   # where the server keeps Prefect's state: managed, sqlite, or postgresql
-    deployed: str = ""   # digest of prefect.yaml and flows/ at the last deploy (`up` redeploys when it changed)
-
-    @property
-    def ui_url(self) -> str:
-        return self.api_url.removesuffix("/api")
 
 
 def schedule_state(deployment) -> str:
@@ -48,18 +33,6 @@ def schedule_state(deployment) -> str:
     if deployment is None:
         return "absent"
     return "active" if any(s.active for s in deployment.schedules) else "paused"
-
-
-def state_file(settings: Settings) -> Path:
-    return settings.data_dir / "ops" / "stack.json"
-
-
-def read_stack(settings: Settings) -> Stack | None:
-    path = state_file(settings)
-    return Stack(**json.loads(path.read_text())) if path.exists() else None
-
-
-alive = pid_alive   # running, and not a zombie (exited, not yet reaped by the process that started it)
 
 
 def project_dir() -> Path:
@@ -111,17 +84,17 @@ def up(settings: Settings, *, port: int | None = None, deploy: bool = True) -> t
         with home_lock(prefect_home()):   # no shared API of the CLI sets up the same new database meanwhile
             stack.pids["server"] = _spawn([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                            "--port", str(port)], server_env, logs / "server.log")
-            _save(settings, stack)
+            save_stack(settings, stack)
             wait_until_healthy(stack.api_url, lambda: alive(stack.pids["server"]), 180,
                                f"the Prefect server (log: {logs / 'server.log'})")
         # the worker starts (seconds of imports) while the deployments are made; it creates the pool if first
         _start_role(stack, "worker", env)
         _start_role(stack, "janitor", env)
-        _save(settings, stack)
+        save_stack(settings, stack)
         if deploy:
             done = deploy_all(settings, stack)
             stack.deployed = deployment_digest(root)
-            _save(settings, stack)
+            save_stack(settings, stack)
     except BaseException:
         down(settings)
         raise
@@ -139,7 +112,7 @@ def _start_prefect_postgres(settings: Settings, stack: Stack, env: dict[str, str
     command, user = prefect_postgres.server_command(pgdata)
     log = Path(stack.logs) / f"{prefect_postgres.ROLE}.log"
     stack.pids[prefect_postgres.ROLE] = _spawn(command, env, log, user=user)
-    _save(settings, stack)
+    save_stack(settings, stack)
     prefect_postgres.wait_ready(pgdata, lambda: alive(stack.pids[prefect_postgres.ROLE]), 60, log)
     return prefect_postgres.connection_url(pgdata)
 
@@ -161,7 +134,7 @@ def _redeploy_if_changed(settings: Settings, stack: Stack) -> list[str]:
         return ["deployments unchanged since the last deploy (prefect.yaml, flows/): not redeployed"]
     done = deploy_all(settings, stack)
     stack.deployed = digest
-    _save(settings, stack)
+    save_stack(settings, stack)
     return ["redeployed: prefect.yaml or flows/ changed since the last deploy", *done]
 
 
@@ -183,7 +156,7 @@ def _restart_dead(settings: Settings, stack: Stack) -> list[str]:
         if role in stack.pids and not alive(stack.pids[role]):
             _start_role(stack, role, env)
             restarted.append(f"restarted: {role} (pid {stack.pids[role]}); the server stays at {stack.api_url}")
-    _save(settings, stack)
+    save_stack(settings, stack)
     return restarted
 
 
@@ -231,11 +204,7 @@ def deploy(api_url: str, root: Path, env: dict[str, str], *, names: Sequence[str
         # resuming a paused nightly) and leaves them alone when the file says `schedules: null`, as prefect.yaml
         # does for every deployment: its `initial_schedules` (a key Prefect ignores) seed a new one only
         config = yaml.safe_load((prefect_file or root / "prefect.yaml").read_text())
-        on_server = {d.name for d in existing.values()}
-        for deployment in config["deployments"]:
-            seed = deployment.pop("initial_schedules", None)
-            if seed and deployment["name"] not in on_server:
-                deployment["schedules"] = seed
+        seed_schedules(config, {d.name for d in existing.values()}, root / "prefect.yaml")
         prefect_file = Path(scratch) / "prefect.yaml"
         prefect_file.write_text(yaml.safe_dump(config, sort_keys=False))
         command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(prefect_file),
@@ -328,10 +297,6 @@ def _run(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> None:
         done = subprocess.run(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed (exit {done.returncode}); see {log}")
-
-
-def _save(settings: Settings, stack: Stack) -> None:
-    state_file(settings).write_text(json.dumps(asdict(stack), indent=2))
 
 
 ALERT_BLOCK = "atlas-nightly-alert"   # its first use named it; every deployment's failures now go through it
@@ -443,11 +408,10 @@ def declare_crash_detection(after_seconds: int) -> str:
 def hold_database() -> None:
     """Keep the embedded PostgreSQL of ATLAS_DATA_DIR running until SIGTERM (then leave it cleanly)."""
     from forum_atlas.config import settings_from_env
-    from forum_atlas.runtime.pgserver import stop_embedded
-    from forum_atlas.store.db import Database
+    from forum_atlas.runtime.pgserver import embedded_url, stop_embedded
 
     settings = settings_from_env()
-    Database.open(settings).close()   # starts the server and applies any pending migrations
+    embedded_url(settings.pgdata)   # starts the server or joins it (`atlas ops up` applies pending migrations)
 
     def leave(*_: object) -> None:
         # `down` repeats SIGTERM to this process group every 2 s: a second one must not cut the stop short, nor kill

@@ -81,7 +81,7 @@ def send_what_is_queued(timeout: float = 10.0) -> None:
 def _ops_server() -> str | None:
     """The API of `atlas ops up`'s server for this data directory, when it runs."""
     from forum_atlas.config import settings_from_env
-    from forum_atlas.runtime.ops_stack import alive, read_stack
+    from forum_atlas.runtime.stack_state import alive, read_stack
 
     stack = read_stack(settings_from_env())
     return stack.api_url if stack and alive(stack.pids.get("server", 0)) else None

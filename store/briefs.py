@@ -1,5 +1,6 @@
 """Repository for briefs (AUD-1…4, DEL-3): the verbatim check, persisting a brief in one
-transaction, reading it back, listing briefs and verifying that a stored brief is intact.
+transaction, reading it back, listing briefs, and reading what `forum_atlas.deliberation.verify`
+checks to tell whether a stored brief is intact.
 
 `persist_brief` prepares every row, the canonical snapshot text, its seal and digests in Python
 first, then opens one short transaction that only writes: the sealed snapshot, the brief, its
@@ -7,7 +8,7 @@ sections and claims, a citation per verified SOURCED claim (the database snapsho
 importance/quality and the recency label, and refuses a quote that is not verbatim), the provider
 calls, one SOURCED_TAGS_DOWNGRADED event per downgrade and one BRIEF_PERSISTED event. That last
 event carries the seal, the snapshot's part digests and digests of the brief's rows, so the
-hash-chained audit log holds what `verify_brief` compares the stored rows against.
+hash-chained audit log holds what `forum_atlas.deliberation.verify` compares the stored rows against.
 """
 
 from __future__ import annotations
@@ -21,24 +22,22 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.model import (
     AuditSummary,
     BriefRecord,
     BriefView,
-    CallRecord,
     CitationView,
     ClaimView,
     Section,
     SectionView,
     WithheldView,
 )
-from forum_atlas.deliberation.quotes import SUBSTRING_V1, VERBATIM_RULE, WHOLE_WORDS_V2, quote_in_passage
-from forum_atlas.deliberation.snapshot import canonical_json, changed_parts, part_digests, seal
-from forum_atlas.integrity import GENESIS, chain_findings
+from forum_atlas.deliberation.verify import BRIEF_PERSISTED, StoredBrief
+from forum_atlas.integrity import brief_row_digests, canonical_json, part_digests, seal
 from forum_atlas.store.db import Database, DatabaseError, read_events, record_event
 from forum_atlas.store.retrieval import passage_place
 
-BRIEF_PERSISTED = "BRIEF_PERSISTED"
 SOURCED_TAGS_DOWNGRADED = "SOURCED_TAGS_DOWNGRADED"
 PROVIDER_UNREACHABLE = "PROVIDER_UNREACHABLE"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -130,16 +129,6 @@ def _brief_row(question: str, created_at: datetime, extractive: bool, redactions
     return [question, _micros(created_at), bool(extractive), int(redactions), flow_run_id, audit, engines, plan]
 
 
-def _row_digests(brief: list, sections: list, claims: list, citations: list, calls: list) -> dict[str, str]:
-    return {
-        "brief": seal(canonical_json(brief)),
-        "sections": seal(canonical_json([list(r) for r in sections])),
-        "claims": seal(canonical_json([list(r) for r in claims])),
-        "citations": seal(canonical_json([list(r) for r in citations])),
-        "provider_calls": seal(canonical_json([list(r) for r in calls])),
-    }
-
-
 # ---------------------------------------------------------------- persisting
 
 
@@ -169,7 +158,7 @@ def _prepare(record: BriefRecord) -> _Prepared:
              "extractive": bool(record.extractive), "redactions": len(record.plan.redactions),
              "flow_run_id": record.flow_run_id, "plan": plan}
     sections, claims, calls = _section_rows(record), _claim_rows(record), _call_rows(record)
-    digests = _row_digests(
+    digests = brief_row_digests(
         _brief_row(record.question, created_at, record.extractive, brief["redactions"], record.flow_run_id,
                    audit, engines, plan),
         sections, claims, _cited(claims), calls)
@@ -359,40 +348,12 @@ def load_snapshot(db: Database, brief_id: int) -> dict[str, Any]:
     return {**row, "evidence": json.loads(canonical)}
 
 
-# ---------------------------------------------------------------- verifying
+# ---------------------------------------------------------------- reading back for verifying
 
 
-@dataclass(frozen=True)
-class BriefVerification:
-    problems: list[str]      # what is wrong, in words; empty when the brief is intact
-    rule: str                # the verbatim rule that sealed the brief (substring-v1 before sql/080)
-    notes: list[str]         # what a reader should know that is not a fault (e.g. the current rule's view)
-    grounding: str = ""      # the support rule set that audited it (grounding-v1, grounding-v2; "" before issue 22)
-
-
-def sealing_rule(engines: dict[str, Any]) -> str:
-    """The verbatim rule a brief was sealed under, from its sealed engines (none recorded: substring-v1)."""
-    audit_rules = str(engines.get("audit", ""))
-    return WHOLE_WORDS_V2 if audit_rules.split(" ")[0] == WHOLE_WORDS_V2 else SUBSTRING_V1
-
-
-def sealing_grounding(engines: dict[str, Any]) -> str:
-    """The support rule set a brief was audited under, from its sealed engines ("" when none is recorded).
-    Only the verbatim rule is re-checked: a claim's tag was decided when the brief was sealed."""
-    return next((part for part in str(engines.get("audit", "")).split(" ") if part.startswith("grounding-")), "")
-
-
-def verify_brief(db: Database, brief_id: int) -> list[str]:
-    """What is wrong with a stored brief, in words; empty when it is intact."""
-    return verify_report(db, brief_id).problems
-
-
-def verify_report(db: Database, brief_id: int) -> BriefVerification:
-    """Checks: the snapshot's canonical text against its stored seal and against the seal recorded
-    in the BRIEF_PERSISTED event (naming the snapshot parts that changed); the brief's rows
-    against the digests in that event; every citation's quote against its chunk with the verbatim
-    rule that sealed the brief, in the database and again in Python (a brief sealed under an older
-    rule is also read under the current one, as a note); the audit chain around this brief's events."""
+def stored_brief(db: Database, brief_id: int) -> StoredBrief:
+    """What `forum_atlas.deliberation.verify.verify_report` checks: the brief's rows, its snapshot, its events
+    and the audit events around them, and every citation with its chunk and the database's verbatim checks."""
     with db.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         brief = cur.execute("SELECT * FROM forum.briefs WHERE brief_id = %s", (brief_id,)).fetchone()
@@ -430,74 +391,10 @@ def verify_report(db: Database, brief_id: int) -> BriefVerification:
                 UNION SELECT (SELECT max(e.event_id) FROM forum.events e WHERE e.event_id < m.event_id) FROM mine m
                 UNION SELECT (SELECT min(e.event_id) FROM forum.events e WHERE e.event_id > m.event_id) FROM mine m)""",
                 {"ids": ids}))
-    watched = set(ids) | {later.event_id for earlier, later in zip(around, around[1:]) if earlier.event_id in ids}
-    chain = [f.as_link() for i, e in enumerate(around) if e.event_id in watched
-             for f in chain_findings([e], around[i - 1].row_hash if i else GENESIS)]
-
-    problems: list[str] = []
-    persisted = [e for e in events if e["kind"] == BRIEF_PERSISTED]
-    event = persisted[0] if len(persisted) == 1 else None
-    if not persisted:
-        problems.append(f"brief {brief_id}: no {BRIEF_PERSISTED} event in the audit log")
-    elif len(persisted) > 1:
-        problems.append(f"brief {brief_id}: {len(persisted)} {BRIEF_PERSISTED} events in the audit log, not one")
-    recorded = event["payload"] if event else {}
-
-    # The snapshot and its seal.
-    sid = brief["snapshot_id"]
-    canonical = snapshot["canonical"]
-    recomputed = seal(canonical)
-    if recomputed != snapshot["seal"]:
-        problems.append(f"evidence snapshot {sid}: its canonical text no longer matches its stored seal")
-    if event is not None:
-        if recorded.get("snapshot_id") != sid:
-            problems.append(f"brief {brief_id}: points at snapshot {sid}, the audit log (event {event['event_id']}) "
-                            f"at snapshot {recorded.get('snapshot_id')}")
-        if recorded.get("seal") != recomputed:
-            problems.append(f"evidence snapshot {sid}: its canonical text no longer matches the seal recorded in the "
-                            f"audit log (event {event['event_id']})")
-        if recorded.get("seal") != snapshot["seal"]:
-            problems.append(f"evidence snapshot {sid}: its stored seal differs from the seal recorded in the audit log "
-                            f"(event {event['event_id']})")
-        if recorded.get("part_digests") != snapshot["part_digests"]:
-            problems.append(f"evidence snapshot {sid}: its part digests differ from those recorded in the audit log")
-    reference = recorded.get("part_digests") or snapshot["part_digests"] or {}
-    if recomputed != recorded.get("seal", snapshot["seal"]) or recomputed != snapshot["seal"]:
-        for part, what in changed_parts(canonical, reference):
-            problems.append(f"evidence snapshot {sid}: part {part!r}: {what}")
-
-    # The brief's rows against the digests the audit log holds.
-    if event is not None:
-        cited = [(c["section_ordinal"], c["ordinal"], c["chunk_id"], c["quote"]) for c in citations]
-        actual = _row_digests(
-            _brief_row(brief["question"], brief["created_at"], brief["extractive"], brief["redactions"],
-                       brief["flow_run_id"], brief["audit"], brief["engines"], brief["plan"]),
-            [tuple(r[k] for k in _SECTION_COLUMNS) for r in sections],
-            [tuple(r[k] for k in _CLAIM_COLUMNS) for r in claims],
-            cited,
-            [tuple(r[k] for k in _CALL_COLUMNS) for r in calls])
-        for group, digest in (recorded.get("row_digests") or {}).items():
-            if actual.get(group) != digest:
-                problems.append(f"brief {brief_id}: its {group.replace('_', ' ')} no longer match what was persisted "
-                                f"(digest in event {event['event_id']})")
-        if not recorded.get("row_digests"):
-            problems.append(f"brief {brief_id}: the audit log holds no row digests for it")
-
-    # Every citation still reopens to a passage that holds its quote, under the rule that sealed it.
-    rule = sealing_rule(brief["engines"] or {})  # the brief row's engines: its digest is in the audit log
-    notes: list[str] = []
-    for c in citations:
-        sealed_ok = c["verbatim"] if rule == WHOLE_WORDS_V2 else c["verbatim_v1"]
-        if c["body"] is None:
-            problems.append(f"citation {c['citation_id']}: its chunk {c['chunk_id']} is gone")
-        elif not sealed_ok or not quote_in_passage(c["quote"], c["body"], rule):
-            problems.append(f"citation {c['citation_id']}: its quote no longer occurs verbatim in chunk "
-                            f"{c['chunk_id']} ({rule})")
-        elif rule != VERBATIM_RULE and not c["verbatim"]:
-            notes.append(f"citation {c['citation_id']}: its quote matches chunk {c['chunk_id']} only inside a word; "
-                         f"the current rule ({VERBATIM_RULE}) would not let it through")
-
-    # The hash chain around this brief's events.
-    for row in chain:
-        problems.append(f"audit log event {row['event_id']}: {row['problem']}")
-    return BriefVerification(problems, rule, notes, sealing_grounding(brief["engines"] or {}))
+    return StoredBrief(
+        brief_id=brief_id, brief=brief, snapshot=snapshot, events=events, citations=citations, around=around,
+        brief_row=_brief_row(brief["question"], brief["created_at"], brief["extractive"], brief["redactions"],
+                             brief["flow_run_id"], brief["audit"], brief["engines"], brief["plan"]),
+        section_rows=[tuple(r[k] for k in _SECTION_COLUMNS) for r in sections],
+        claim_rows=[tuple(r[k] for k in _CLAIM_COLUMNS) for r in claims],
+        call_rows=[tuple(r[k] for k in _CALL_COLUMNS) for r in calls])

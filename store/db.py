@@ -35,6 +35,8 @@ from forum_atlas.runtime import pgserver
 from forum_atlas.store import migrations, native
 
 MIN_PGVECTOR = (0, 5)
+# What tasks/ and cli/ annotate a store connection with: they import no database driver.
+Connection = psycopg.Connection
 
 
 class DatabaseError(RuntimeError):

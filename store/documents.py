@@ -1,25 +1,30 @@
 """Writing ingested batches: sources, document versions, chunks and embeddings (ING-1/2/5).
 
 A batch is written in one transaction, or not at all. New content goes in with COPY; content the
-database already holds adds nothing (at most its status flags or current version change).
+database already holds adds nothing (at most its status flags or current version change). Whether input
+contradicts a stored source is the domain's rule (`forum_atlas.ingestion.records.source_conflict`): the
+writer is given it, and applies it inside the batch's transaction.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import psycopg
 
-from forum_atlas.ingestion.preparation import PreparedBatch, StoredChunk, WriteResult, embedding_text
-from forum_atlas.ingestion.records import SOURCE_FIELDS, Record, SourceInfo, source_conflict
+from forum_atlas.ingestion.preparation import PreparedBatch, WriteResult
+from forum_atlas.ingestion.records import SOURCE_FIELDS, Record, SourceInfo
 from forum_atlas.store.db import Database, record_event
 from forum_atlas.store.retrieval import passage_place
 
 # Version numbers are max+1 per document: writers of the same corpus take turns for that moment.
 _WRITE_LOCK = "forum.documents.write"
+
+# (stored source, what the input states, the stating row's origin) -> the error to raise, or None.
+SourceConflict = Callable[[SourceInfo, SourceInfo, str | None], Exception | None]
 
 
 def _keys(records: Sequence[Record]) -> tuple[list[str], list[str], list[str]]:
@@ -41,12 +46,12 @@ def known_versions(db: Database, records: Sequence[Record]) -> set[tuple[str, st
     return {(r["name"], r["ext"], r["hash"]) for r in rows}
 
 
-def chunks_without_vectors(db: Database, records: Sequence[Record], embedder_name: str) -> list[StoredChunk]:
-    """The chunks of these stored versions that have no vector from `embedder_name` yet."""
+def chunks_without_vectors(db: Database, records: Sequence[Record], embedder_name: str) -> list[dict]:
+    """The chunks (chunk_id, heading, body) of these stored versions that have no vector from `embedder_name` yet."""
     if not records:
         return []
     with db.connection() as conn:
-        rows = conn.execute(
+        return conn.execute(
             """SELECT c.chunk_id, c.heading, c.body
                  FROM unnest(%s::text[], %s::text[], %s::text[]) AS q(name, ext, hash)
                  JOIN forum.sources s ON s.name = q.name
@@ -57,10 +62,9 @@ def chunks_without_vectors(db: Database, records: Sequence[Record], embedder_nam
                 ORDER BY c.chunk_id""",
             (*_keys(records), embedder_name),
         ).fetchall()
-    return [StoredChunk(r["chunk_id"], embedding_text(r["heading"], r["body"])) for r in rows]
 
 
-def _source_ids(conn: psycopg.Connection, records: Sequence[Record]) -> dict[str, int]:
+def _source_ids(conn: psycopg.Connection, records: Sequence[Record], source_conflict: SourceConflict) -> dict[str, int]:
     """Create the batch's new sources; a known source keeps its metadata, and input that says otherwise
     (or two rows of the batch that disagree) is refused: see `update_source`."""
     first: dict[str, Record] = {}
@@ -83,18 +87,14 @@ def _source_ids(conn: psycopg.Connection, records: Sequence[Record]) -> dict[str
     return ids
 
 
-def check_sources(db: Database, stated: dict[str, tuple[str, SourceInfo]]) -> None:
-    """Refuse input whose statement of a stored source differs from what is stored (`stated`: name → (origin
-    of the row that states it, what it states)), before the run does any work; the batch write checks again."""
-    if not stated:
-        return
+def stored_sources(db: Database, names: Sequence[str]) -> list[SourceInfo]:
+    """The stored metadata of those of these sources that are stored."""
+    if not names:
+        return []
     with db.connection() as conn:
         rows = conn.execute(f"SELECT name, {', '.join(SOURCE_FIELDS)} FROM forum.sources WHERE name = ANY(%s)",
-                            (list(stated),)).fetchall()
-    for row in rows:
-        origin, incoming = stated[row["name"]]
-        if (conflict := source_conflict(_stored_source(row["name"], row), incoming, origin)) is not None:
-            raise conflict
+                            (list(names),)).fetchall()
+    return [_stored_source(row["name"], row) for row in rows]
 
 
 def stored_source(db: Database, name: str) -> SourceInfo | None:
@@ -262,15 +262,17 @@ def _insert_stored_embeddings(conn: psycopg.Connection, batch: PreparedBatch) ->
            SELECT chunk_id, %s, embedding FROM stored_vectors ON CONFLICT DO NOTHING""", (model_id,)).rowcount
 
 
-def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch, *, run_id: str | None = None) -> WriteResult:
+def write_batch(db: Database, records: Sequence[Record], prepared: PreparedBatch, source_conflict: SourceConflict, *,
+                run_id: str | None = None) -> WriteResult:
     """Write one validated batch atomically.
 
     `records` is the whole batch (known content may change status or current version);
-    `prepared` holds the chunks and embeddings of the records whose content is new.
+    `prepared` holds the chunks and embeddings of the records whose content is new; a record whose source
+    `source_conflict` finds contradicting the stored one (or the batch's first statement of it) fails the batch.
     """
     with db.transaction() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_WRITE_LOCK,))
-        source_ids = _source_ids(conn, records)
+        source_ids = _source_ids(conn, records, source_conflict)
         result = WriteResult()
         if prepared.documents:
             document_ids = _insert_documents(conn, prepared, source_ids)

@@ -4,9 +4,8 @@ live states. Bulk paths (observations, scores, due bindings) move data with COPY
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,27 +15,36 @@ from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from forum_atlas.forecasting.backtest import SeriesSource
-from forum_atlas.forecasting.binding import BindingError, BoundQuestion
+from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.drivers import SeriesView
 from forum_atlas.forecasting.forecast import ForecastRecord
-from forum_atlas.forecasting.lane import LaneQuestion, series_frequency
+from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.scoring.batch import SCORE_ROW_COLUMNS, VintageData
-from forum_atlas.scoring.report import STATES
+from forum_atlas.scoring.report import STATES, AccuracyRows
 from forum_atlas.series.connectors.base import FetchedVintage
-from forum_atlas.series.connectors.file import FileConnector
-from forum_atlas.series.coverage import coverage_error, published_by, uncovered_dates
 from forum_atlas.series.parsing import Observation
-from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, SeriesRegistry
+from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, UnknownSeriesError
 from forum_atlas.store.db import Database, record_event
+
+# atlas.series.coverage.check_coverage: judges a new full vintage against its stored neighbours (FC-10)
+CoverageCheck = Callable[[FetchedVintage, dict | None, dict | None], None]
 
 # ---------------------------------------------------------------- series registry and vintages
 
 
-def series_registry(conn: psycopg.Connection) -> SeriesRegistry:
+def registered_series(conn: psycopg.Connection) -> list[SeriesInfo]:
     """Every registered series (forum.series): the ids forecasts may be bound to."""
     rows = conn.execute("SELECT series_id, title, frequency, units, publisher FROM forum.series ORDER BY series_id"
                         ).fetchall()
-    return SeriesRegistry(SeriesInfo(**row) for row in rows)
+    return [SeriesInfo(**row) for row in rows]
+
+
+def registered_info(conn: psycopg.Connection, series_id: str) -> SeriesInfo:
+    """The registered series `series_id`; UnknownSeriesError, naming the known ids, if there is none."""
+    registered = {info.series_id: info for info in registered_series(conn)}
+    if series_id not in registered:
+        raise UnknownSeriesError(series_id, registered)
+    return registered[series_id]
 
 
 def register_series(conn: psycopg.Connection, info: SeriesInfo) -> bool:
@@ -48,7 +56,7 @@ def register_series(conn: psycopg.Connection, info: SeriesInfo) -> bool:
         (info.series_id, info.title, info.frequency, info.units, info.publisher, info.citation),
     ).fetchone()
     if row is None:
-        existing = series_registry(conn).info(info.series_id)
+        existing = registered_info(conn, info.series_id)
         if existing != info:
             raise SeriesRegistrationError(f"series {info.series_id} is already registered as {existing}; nothing "
                                           "was changed")
@@ -65,49 +73,33 @@ def _vintage_dates(conn: psycopg.Connection, vintage_id: int) -> list[date]:
         "SELECT observation_date FROM forum.series_observations WHERE vintage_id = %s", (vintage_id,))]
 
 
-def check_coverage(conn: psycopg.Connection, fetched: FetchedVintage) -> None:
-    """FC-10: refuse a full vintage that lacks a date of the full vintage before it (by fetched_at), or
-    lacks a date the full vintage after it holds from the new one's first date to the last one published
-    when it was fetched (`published_by`), or has a date the full vintage after it lacks. The database checks the same at commit
-    (sql/031_vintage_coverage.sql); this is the same rule, with the readable message."""
-    observations = fetched.series.observations
+def vintages_beside(conn: psycopg.Connection, fetched: FetchedVintage) -> tuple[dict | None, dict | None]:
+    """The full vintages of the series fetched just before and just after `fetched` (by fetched_at), each with its
+    observation dates as `dates`; None where there is none (FC-10's neighbours, atlas.series.coverage)."""
     before = conn.execute(
         """SELECT vintage_id, label FROM forum.series_vintages
             WHERE series_id = %s AND NOT partial AND fetched_at <= %s
             ORDER BY fetched_at DESC, vintage_id DESC LIMIT 1""",
         (fetched.series_id, fetched.fetched_at),
     ).fetchone()
-    if before is not None:
-        lacking = uncovered_dates(_vintage_dates(conn, before["vintage_id"]), observations)
-        if lacking:
-            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=before["label"],
-                                 other_id=before["vintage_id"])
     after = conn.execute(
         """SELECT vintage_id, label, fetched_at FROM forum.series_vintages
             WHERE series_id = %s AND NOT partial AND fetched_at > %s
             ORDER BY fetched_at, vintage_id LIMIT 1""",
         (fetched.series_id, fetched.fetched_at),
     ).fetchone()
-    if after is not None:
-        later_dates = sorted(_vintage_dates(conn, after["vintage_id"]))
-        first, last = observations[0].observation_date, observations[-1].observation_date
-        through = max(last, published_by(later_dates, after["fetched_at"], fetched.fetched_at) or last)
-        lacking = uncovered_dates([d for d in later_dates if first <= d <= through], observations)
-        if lacking:
-            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
-                                 other_id=after["vintage_id"], through=through)
-        lacking = uncovered_dates([o.observation_date for o in observations], later_dates)
-        if lacking:
-            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
-                                 other_id=after["vintage_id"], later=True)
+    return tuple(None if row is None else {**row, "dates": _vintage_dates(conn, row["vintage_id"])}
+                 for row in (before, after))
 
 
-def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, partial: bool = False) -> tuple[int, bool]:
+def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, check_coverage: CoverageCheck,
+                  partial: bool = False) -> tuple[int, bool]:
     """Store a fetched vintage; the same content stored before is the same vintage.
     Returns (vintage_id, created). Raises UnknownSeriesError for a series outside the registry, and
-    VintageCoverageError for a full vintage that covers less than its neighbours (FC-10) — with
-    `partial`, such a file is stored as partial instead: kept, listed, never the newest vintage."""
-    series_registry(conn).info(fetched.series_id)
+    `check_coverage` (the caller's FC-10 rule, atlas.series.coverage.check_coverage) raises VintageCoverageError
+    for a full vintage that covers less than its neighbours — with `partial`, such a file is stored as partial
+    instead: kept, listed, never the newest vintage."""
+    registered_info(conn, fetched.series_id)
     # one writer of a series' vintages at a time, so two loads cannot each pass the coverage check
     conn.execute("SELECT 1 FROM forum.series WHERE series_id = %s FOR UPDATE", (fetched.series_id,))
     existing = conn.execute(
@@ -117,7 +109,7 @@ def store_vintage(conn: psycopg.Connection, fetched: FetchedVintage, *, partial:
     if existing is not None:
         return existing["vintage_id"], False
     if not partial:
-        check_coverage(conn, fetched)
+        check_coverage(fetched, *vintages_beside(conn, fetched))
     observations = fetched.series.observations
     row = conn.execute(
         """INSERT INTO forum.series_vintages
@@ -175,20 +167,9 @@ def vintage_observations(conn: psycopg.Connection, vintage_id: int) -> list[Obse
     return [Observation(r["observation_date"], r["value"]) for r in rows]
 
 
-def visible_at_issue(conn: psycopg.Connection, spec: LaneQuestion, issued_at: datetime
-                     ) -> tuple[dict[str, Any], list[Observation]]:
-    """The newest vintage of the question's series fetched by the issue time, and its observations."""
-    series_frequency(spec, series_registry(conn))
-    vintage = latest_vintage(conn, spec.series_id, as_of=issued_at)
-    if vintage is None:
-        raise BindingError(f"question {spec.key!r}: no vintage of {spec.series_id} fetched by "
-                           f"{issued_at.isoformat()}; load one with `atlas series load`")
-    return vintage, vintage_observations(conn, vintage["vintage_id"])
-
-
 def backtest_source(conn: psycopg.Connection, series_id: str, vintage_id: int | None = None) -> SeriesSource:
     """A stored vintage (default: the newest full one) of a registered series, for the backtest."""
-    info = series_registry(conn).info(series_id)
+    info = registered_info(conn, series_id)
     vintage = get_vintage(conn, vintage_id) if vintage_id is not None else latest_vintage(conn, series_id)
     if vintage is None or vintage["series_id"] != series_id:
         which = f"vintage #{vintage_id}" if vintage_id is not None else "full vintage"
@@ -207,20 +188,18 @@ def vintage_data(conn: psycopg.Connection, vintage: dict[str, Any]) -> VintageDa
     )
 
 
-def load_series_files(db: Database, paths: Sequence[Path | str], *, fetched_at: datetime | None = None,
-                      label: str | None = None, partial: bool = False) -> list[dict[str, Any]]:
-    """Parse every file first (a garbage row, an unknown series or a file without a download time
-    refuses the whole load), then store them in one transaction; content stored before is recognised
-    and not stored again. A file covering less than the vintage before it refuses the whole load
-    (VintageCoverageError) unless `partial`: then every file is stored as partial (FC-10)."""
-    fetched = [FileConnector(p, label=label, fetched_at=fetched_at).read(Path(p)) for p in paths]
+def load_vintages(db: Database, fetched: Sequence[FetchedVintage], *, check_coverage: CoverageCheck,
+                  partial: bool = False) -> list[dict[str, Any]]:
+    """Store parsed vintages (atlas.series.connectors.file.read_series_files) in one transaction, once every series
+    is known to be registered; content stored before is recognised and not stored again. A vintage covering less
+    than the vintage before it refuses the whole load (VintageCoverageError, from `check_coverage`) unless
+    `partial`: then every one is stored as partial (FC-10)."""
     results = []
     with db.transaction() as conn:
-        registry = series_registry(conn)
         for vintage in fetched:
-            registry.info(vintage.series_id)
+            registered_info(conn, vintage.series_id)
         for vintage in fetched:
-            vintage_id, created = store_vintage(conn, vintage, partial=partial)
+            vintage_id, created = store_vintage(conn, vintage, check_coverage=check_coverage, partial=partial)
             stored_partial = conn.execute("SELECT partial FROM forum.series_vintages WHERE vintage_id = %s",
                                           (vintage_id,)).fetchone()["partial"]
             results.append({"series_id": vintage.series_id, "label": vintage.label, "vintage_id": vintage_id,
@@ -472,3 +451,10 @@ def forecast_state(conn: psycopg.Connection, forecast_id: int, scoring_version: 
 
 def last_bound_at(conn: psycopg.Connection) -> datetime | None:
     return conn.execute("SELECT max(bound_at) AS t FROM forum.forecast_bindings").fetchone()["t"]
+
+
+def accuracy_rows(conn: psycopg.Connection, scoring_version: str = SCORING_VERSION) -> AccuracyRows:
+    """What the Accuracy report of a scoring version is composed from (atlas.scoring.report.accuracy_report)."""
+    return AccuracyRows(scoring_version=scoring_version, counts=state_counts(conn, scoring_version),
+                        current=current_scores(conn, scoring_version), last_bound_at=last_bound_at(conn),
+                        summaries=version_summaries(conn))

@@ -1,8 +1,8 @@
-"""Retrieval's database side: exact BM25 (RET-1), dense HNSW search (RET-2), request checks that
-need the corpus (known sectors), chunk texts, and `Retriever`, which runs each stage of the one
-pipeline (`forum_atlas.retrieval.pipeline.retrieve`) as a plain call:
+"""Retrieval's database side: exact BM25 (RET-1), the nearest chunks to a query vector (RET-2, HNSW), the
+corpus's sectors (for request checks) and chunk texts. `StoredCorpus` offers them to the one pipeline
+(`forum_atlas.retrieval.retriever.Retriever`), which embeds the query, fuses and reranks:
 
-    result = retrieve(Retriever(db, embedder, reranker), "query", RetrievalOptions(top_k=10))
+    result = retrieve(Retriever(StoredCorpus(db), embedder, reranker), "query", RetrievalOptions(top_k=10))
 
 BM25 scoring runs in the database (`forum.bm25_search`, sql/010_bm25.sql and sql/011: a native
 kernel where store/native.py could install one, else PL/pgSQL). Planner settings for the dense
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,30 +22,20 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from forum_atlas.config import Settings
-from forum_atlas.embeddings import Embedder, embedder_for
 from forum_atlas.preflight import NO_SEARCHABLE_WORDS
-from forum_atlas.providers import ProviderError, ProviderOutcome
-from forum_atlas.rerank import Reranker, reranker_for
-from forum_atlas.retrieval import stages
+from forum_atlas.providers import ProviderOutcome
 from forum_atlas.retrieval.model import (
     BM25_ENGINE,
     BM25_VERSION,
-    DENSE_ENGINE,
+    MAX_SCAN_TUPLES,
     Candidate,
     ChunkText,
     Copy,
-    Request,
     RetrievalOptions,
-    RetrievalResult,
     StageResult,
 )
-from forum_atlas.retrieval.query import QueryError, check_options, clean_query
-from forum_atlas.store.db import Database, shared_database
+from forum_atlas.store.db import Database
 
-# pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
-# an exact scan of the filtered rows (few, by then), so selective filters still return a full top-k.
-MAX_SCAN_TUPLES = 20_000
 # A filter admitting at most this many chunks is searched exactly: scoring them all is cheaper than
 # walking the graph past the many neighbours the filter rejects.
 EXACT_FILTER_LIMIT = 5_000
@@ -101,9 +90,9 @@ def bm25(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> Sta
     return stage
 
 
-def embedding_model(conn: psycopg.Connection, embedder: Embedder) -> dict[str, Any] | None:
-    return conn.execute("SELECT model_id, dim FROM forum.embedding_models WHERE name = %s",
-                        (embedder.name,)).fetchone()
+def embedding_model(conn: psycopg.Connection, name: str) -> dict[str, Any] | None:
+    """The embedder `name`'s model_id and dim, or None when no chunk has a vector from it."""
+    return conn.execute("SELECT model_id, dim FROM forum.embedding_models WHERE name = %s", (name,)).fetchone()
 
 
 @contextmanager
@@ -143,51 +132,20 @@ def _dense_rows(conn: psycopg.Connection, model: dict[str, Any], vector: np.ndar
                             prepare=False if options.filtered else None).fetchall()
 
 
-def dense(conn: psycopg.Connection, embedder: Embedder, query: str, options: RetrievalOptions, *,
-          exact: bool = False) -> StageResult:
-    """Top `dense_k` chunks by cosine similarity (HNSW), then those at or above the threshold."""
-    parameters = {"k": options.dense_k, "threshold": options.dense_threshold, "ef_search": options.ef_search,
-                  "iterative_scan": "strict_order", "max_scan_tuples": MAX_SCAN_TUPLES, "exact": exact,
-                  "embedder": embedder.name, **options.filters()}
-    stage = StageResult(stage="dense", engine=DENSE_ENGINE, version=f"{embedder.engine} {embedder.version}",
-                        parameters=parameters)
-    start = time.perf_counter()
-    model = embedding_model(conn, embedder)
-    if model is None:
-        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
-        stage.note = f"no chunk has an embedding from {embedder.name}: ingest with this embedder first"
-        return stage
-    if int(model["dim"]) != embedder.dim:
-        raise QueryError(f"{embedder.name} makes {embedder.dim}-d vectors but the stored ones have {model['dim']}")
-    try:
-        vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
-    except ProviderError as exc:
-        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense", kind=exc.kind, detail=exc.detail,
-                                        attempts=exc.attempts, latency_ms=(time.perf_counter() - start) * 1000)
-        stage.note = f"query embedding failed ({exc.kind}); dense search skipped"
-        return stage
-    if not np.linalg.norm(vector):
-        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
-        stage.note = "the query embeds to a zero vector (no word the embedder knows)"
-        return stage
+def nearest_chunks(conn: psycopg.Connection, model: dict[str, Any], vector: np.ndarray, options: RetrievalOptions, *,
+                   exact: bool = False) -> tuple[list[dict[str, Any]], dict[str, bool]]:
+    """The `dense_k` searchable chunks within the filters nearest to `vector` (chunk_id, similarity; HNSW, or an
+    exact scan), and how the search deviated from the one asked for (`exact_for_selective_filter`, `exact_fallback`)."""
+    plan: dict[str, bool] = {}
     if options.filtered and not exact and admitted_chunks(conn, options, EXACT_FILTER_LIMIT + 1) <= EXACT_FILTER_LIMIT:
-        exact = parameters["exact_for_selective_filter"] = True
+        exact = plan["exact_for_selective_filter"] = True
     rows = _dense_rows(conn, model, vector, options, exact=exact, limit=options.dense_k)
     if len(rows) < options.dense_k and options.filtered and not exact:
         # The iterative scan gave up before finding k rows that pass the filters: the filtered set is
         # small, so an exact scan over it is cheap and complete.
         rows = _dense_rows(conn, model, vector, options, exact=True, limit=options.dense_k)
-        parameters["exact_fallback"] = True
-    # Equal similarities (e.g. orthogonal vectors) come back in index order: make ties deterministic.
-    rows.sort(key=lambda r: (-r["similarity"], r["chunk_id"]))
-    kept = [r for r in rows if r["similarity"] >= options.dense_threshold]
-    stage.candidates = [Candidate(r["chunk_id"], i, float(r["similarity"])) for i, r in enumerate(kept, start=1)]
-    stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense",
-                                    latency_ms=(time.perf_counter() - start) * 1000)
-    if not kept:
-        stage.note = (f"no chunk reaches cosine similarity {options.dense_threshold}" if rows
-                      else "no embedded chunk" + (" within the filters" if options.filtered else ""))
-    return stage
+        plan["exact_fallback"] = True
+    return rows, plan
 
 
 def admitted_chunks(conn: psycopg.Connection, options: RetrievalOptions, cap: int) -> int:
@@ -252,61 +210,42 @@ def known_sectors(conn: psycopg.Connection) -> list[str]:
             ORDER BY s.sector""").fetchall()]
 
 
-def prepare_request(conn: psycopg.Connection, query: str, options: RetrievalOptions) -> tuple[str, RetrievalOptions, str]:
-    """(clean query, checked options, reason it can match nothing or ""). Raises QueryError."""
-    text = clean_query(query)
-    sectors = known_sectors(conn) if options.sectors is not None else []
-    checked, empty_reason = check_options(options, sectors)
-    return text, checked, empty_reason
-
-
 def candidate_chunks(conn: psycopg.Connection, fused: StageResult, options: RetrievalOptions) -> dict[int, ChunkText]:
     """The texts of the fused candidates the reranker will see."""
     return chunk_texts(conn, [c.chunk_id for c in fused.candidates[:options.rerank_candidates]])
 
 
-# The BM25 legs of plain (not task-run) retrievals; shared by every Retriever in the process.
-_LEG_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25-leg")
+@dataclass(frozen=True)
+class StoredVectors:
+    """The chunk vectors, on one connection: the query embedder's model, then the chunks nearest the query."""
+    conn: psycopg.Connection
+
+    def model(self, name: str) -> dict[str, Any] | None:
+        return embedding_model(self.conn, name)
+
+    def nearest(self, model: dict[str, Any], vector: np.ndarray, options: RetrievalOptions, *,
+                exact: bool) -> tuple[list[dict[str, Any]], dict[str, bool]]:
+        return nearest_chunks(self.conn, model, vector, options, exact=exact)
 
 
 @dataclass(frozen=True)
-class Retriever:
-    """The pipeline's stages as plain calls on one database, query embedder and reranker."""
+class StoredCorpus:
+    """The corpus in one database, as the retrieval pipeline reads it: each call on its own pooled connection."""
     db: Database
-    embedder: Embedder
-    reranker: Reranker
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> "Retriever":
-        return cls(shared_database(settings), embedder_for(settings), reranker_for(settings))
-
-    def __repr__(self) -> str:  # what the Prefect UI shows as a task parameter
-        return f"Retriever(embedder={self.embedder.name}, reranker={self.reranker.name})"
-
-    def check(self, query: str, options: RetrievalOptions) -> Request:
+    def known_sectors(self) -> list[str]:
         with self.db.connection() as conn:
-            return Request(*prepare_request(conn, query, options))
+            return known_sectors(conn)
 
-    def bm25(self, request: Request) -> StageResult:
+    def bm25(self, query: str, options: RetrievalOptions) -> StageResult:
         with self.db.connection() as conn:
-            return bm25(conn, request.query, request.options)
+            return bm25(conn, query, options)
 
-    def dense(self, request: Request) -> StageResult:
+    @contextmanager
+    def vectors(self) -> Iterator[StoredVectors]:
         with self.db.connection() as conn:
-            return dense(conn, self.embedder, request.query, request.options)
+            yield StoredVectors(conn)
 
-    def legs(self, request: Request) -> tuple[StageResult, StageResult]:
-        # At once, on two connections: each leg mostly waits on its server backend, so the pair costs
-        # the slower leg, not the sum (as the task runner's concurrent legs do in a flow).
-        lexical = _LEG_THREADS.submit(self.bm25, request)
-        semantic = self.dense(request)
-        return lexical.result(), semantic
-
-    def fuse(self, lexical: StageResult, semantic: StageResult, request: Request) -> StageResult:
-        return stages.fuse(lexical, semantic, request.options)
-
-    def rerank(self, request: Request, lexical: StageResult, semantic: StageResult,
-               fused: StageResult) -> RetrievalResult:
+    def candidate_chunks(self, fused: StageResult, options: RetrievalOptions) -> dict[int, ChunkText]:
         with self.db.connection() as conn:
-            chunks = candidate_chunks(conn, fused, request.options)
-        return stages.finish(request.query, request.options, lexical, semantic, fused, chunks, self.reranker)
+            return candidate_chunks(conn, fused, options)

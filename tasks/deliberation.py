@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from forum_atlas import cancellation
 from forum_atlas.blocks.settings import secret_value
+from forum_atlas.calls import CallRecord, digest_of
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import (
     AuditedRound,
@@ -32,24 +33,23 @@ from forum_atlas.deliberation.audit import (
     verbatim_pairs,
 )
 from forum_atlas.deliberation.brief import round_passages
+from forum_atlas.deliberation.engine import DeliberationEngine
 from forum_atlas.deliberation.model import (
     SPECIALISTS,
     UNREACHABLE,
     BriefRecord,
     BriefView,
-    CallRecord,
     DraftReply,
     DraftRequest,
     Passage,
     Plan,
     ProviderUnreachable,
     SynthesisRequest,
-    digest_of,
 )
 from forum_atlas.deliberation.plan import plan_panel
 from forum_atlas.entailment import VerifierChoice, choose_verifier, make_support_verifier
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery, SupportVerifier
-from forum_atlas.llm import DeliberationEngine, make_deliberation_engine
+from forum_atlas.llm import make_deliberation_engine
 from forum_atlas.providers import ProviderError
 from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.store import briefs

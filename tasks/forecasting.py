@@ -15,12 +15,14 @@ from forum_atlas.forecasting.binding import BindingError
 from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION, adaptive_answer
 from forum_atlas.forecasting.evidence import EvidenceSearch, attach_evidence
 from forum_atlas.forecasting.forecast import ForecastRecord, make_forecast
-from forum_atlas.forecasting.lane import LaneQuestion, bind_question, worth_fetching
+from forum_atlas.forecasting.lane import LaneQuestion, bind_question, series_frequency, worth_fetching
 from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError, check_confidence_target
 from forum_atlas.llm import make_driver_engine
 from forum_atlas.providers import ProviderError
+from forum_atlas.series.parsing import Observation
+from forum_atlas.series.registry import SeriesRegistry
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.db import Database, shared_database
+from forum_atlas.store.db import Connection, Database, shared_database
 from forum_atlas.tasks.scoring import retry_transient_provider_errors
 
 EVIDENCE_PER_DRIVER = 3
@@ -76,13 +78,29 @@ def publish_forecast(settings: Settings, record: ForecastRecord, run_id: str | N
         return repo.insert_forecast(conn, record, run_id=run_id)
 
 
+def series_registry(conn: Connection) -> SeriesRegistry:
+    """The registered series (forum.series): the ids forecasts may be bound to."""
+    return SeriesRegistry(repo.registered_series(conn))
+
+
+def visible_at_issue(conn: Connection, spec: LaneQuestion, issued_at: datetime
+                     ) -> tuple[dict[str, Any], list[Observation]]:
+    """The newest vintage of the question's series fetched by the issue time, and its observations."""
+    series_frequency(spec, series_registry(conn))
+    vintage = repo.latest_vintage(conn, spec.series_id, as_of=issued_at)
+    if vintage is None:
+        raise BindingError(f"question {spec.key!r}: no vintage of {spec.series_id} fetched by "
+                           f"{issued_at.isoformat()}; load one with `atlas series load`")
+    return vintage, repo.vintage_observations(conn, vintage["vintage_id"])
+
+
 def issue_bound_forecast(db: Database, spec: LaneQuestion, issued_at: datetime,
                          run_id: str | None, seed: int | None = None) -> dict[str, Any]:
     """Construct one lane forecast from the vintage visible at issue and bind it in the same
     transaction. Already bound (same key and target) → skipped, so re-running the lane adds nothing."""
     with db.transaction() as conn:
-        vintage, observations = repo.visible_at_issue(conn, spec, issued_at)
-        registry = repo.series_registry(conn)
+        vintage, observations = visible_at_issue(conn, spec, issued_at)
+        registry = series_registry(conn)
         question = bind_question(spec, observations, issued_at, registry)
         if repo.binding_exists(conn, question.key, question.target_date):
             return {"key": spec.key, "target_date": question.target_date.isoformat(), "status": "already bound"}
@@ -105,11 +123,11 @@ def check_lane_questions(settings: Settings, questions: Sequence[LaneQuestion], 
     fails the run with nothing written, and the error lists them all."""
     problems = []
     with shared_database(settings).connection() as conn:
-        registry = repo.series_registry(conn)
+        registry = series_registry(conn)
         for spec in questions:
             try:
                 check_confidence_target(spec.confidence_target)
-                _, visible = repo.visible_at_issue(conn, spec, issued_at)
+                _, visible = visible_at_issue(conn, spec, issued_at)
                 bind_question(spec, visible, issued_at, registry)
             except (BindingError, ForecastInputError) as exc:
                 problems.append(str(exc))
@@ -124,10 +142,10 @@ def series_to_fetch(settings: Settings, questions: Sequence[LaneQuestion], now: 
     then binds or explains on the fresh data)."""
     wanted = set()
     with shared_database(settings).connection() as conn:
-        registry = repo.series_registry(conn)
+        registry = series_registry(conn)
         for spec in questions:
             try:
-                _, visible = repo.visible_at_issue(conn, spec, now)
+                _, visible = visible_at_issue(conn, spec, now)
                 question = bind_question(spec, visible, now, registry)
             except BindingError:
                 wanted.add(spec.series_id)

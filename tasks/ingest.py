@@ -29,11 +29,13 @@ from forum_atlas.ingestion.records import (
     DocumentOptions,
     Format,
     SourceInfo,
+    check_stated_sources,
     complete_source,
     default_source_name,
     load_documents,
     load_rows,
     scan_input,
+    source_conflict,
     to_records,
 )
 from forum_atlas.ingestion.validation import (
@@ -100,7 +102,7 @@ def check_input(settings: Settings, path: Path, fmt: Format, source: SourceInfo 
                                 (rows.report(), "rows that failed validation")):
         if not report.success:
             _refuse(report, f"{description}; nothing from this run was written")
-    documents.check_sources(db, scan.sources)
+    check_stated_sources(documents.stored_sources(db, list(scan.sources)), scan.sources)
     embedder_for(settings)
     return InputCheck(scan.stamp, None if fmt == "folder" else new_bytes)
 
@@ -135,7 +137,8 @@ def skip_stored(settings: Settings, batch: BatchInFlight) -> BatchInFlight:
     known = documents.known_versions(db, batch.records)
     batch.new_records = [r for r in batch.records if (r.source.name, r.external_id, r.content_hash) not in known]
     stored = [r for r in batch.records if (r.source.name, r.external_id, r.content_hash) in known]
-    batch.stored_chunks = documents.chunks_without_vectors(db, stored, embedder_for(settings).name)
+    batch.stored_chunks = preparation.stored_chunks(
+        documents.chunks_without_vectors(db, stored, embedder_for(settings).name))
     return batch
 
 
@@ -162,7 +165,8 @@ def embedder_stats(settings: Settings) -> dict | None:
 @batch_task("write-batch", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
 def write_batch(settings: Settings, batch: BatchInFlight, run_id: str | None) -> WriteResult:
     # Safe to retry: a batch commits whole or not at all, and stored content is skipped.
-    return documents.write_batch(shared_database(settings), batch.records, batch.prepared, run_id=run_id)
+    return documents.write_batch(shared_database(settings), batch.records, batch.prepared, source_conflict,
+                                 run_id=run_id)
 
 
 @ingest_task

@@ -2,11 +2,11 @@
 
 Inside a flow:
 
-    result = retrieve(TaskRetriever(Retriever.from_settings(settings)), question, options)
+    result = retrieve(TaskRetriever(stored_retriever(settings)), question, options)
 
 `retrieve` is the one pipeline (`forum_atlas.retrieval.pipeline`); each task here only runs the
-matching stage of a `Retriever` (`forum_atlas.store.retrieval`). BM25 and dense are submitted
-together, so they run concurrently.
+matching stage of a `Retriever` (`forum_atlas.retrieval.retriever`) on the stored corpus
+(`forum_atlas.store.retrieval`). BM25 and dense are submitted together, so they run concurrently.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from prefect.cache_policies import NO_CACHE
 from forum_atlas.config import Settings
 from forum_atlas.retrieval.model import Request, RetrievalOptions, RetrievalResult, StageResult
 from forum_atlas.retrieval.pipeline import retrieve
-from forum_atlas.store.retrieval import Retriever
+from forum_atlas.retrieval.retriever import Retriever
+from forum_atlas.store.db import shared_database
+from forum_atlas.store.retrieval import StoredCorpus
 from forum_atlas.tasks import untraversed
 
 retrieval_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -75,14 +77,19 @@ class TaskRetriever:
         return rerank_stage(*untraversed(self.retriever, request, lexical, semantic, fused))
 
 
+def stored_retriever(settings: Settings) -> Retriever:
+    """The pipeline's stages on the configured database, query embedder and reranker."""
+    return Retriever.from_settings(settings, StoredCorpus(shared_database(settings)))
+
+
 def retrieve_in_flow(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:
     """The pipeline with every stage a task run (call inside a flow)."""
-    return retrieve(TaskRetriever(Retriever.from_settings(settings)), query, options)
+    return retrieve(TaskRetriever(stored_retriever(settings)), query, options)
 
 
 def retrieve_plain(settings: Settings, query: str, options: RetrievalOptions = RetrievalOptions()) -> RetrievalResult:
     """The same pipeline as plain calls: no task runs (usable from inside any task, or no flow)."""
-    return retrieve(Retriever.from_settings(settings), query, options)
+    return retrieve(stored_retriever(settings), query, options)
 
 
 def search_passages(settings: Settings, query: str, *, top_k: int = 5, **options: Any) -> list[dict[str, Any]]:

@@ -1,4 +1,7 @@
-"""Scoring tasks: fetch series vintages, resolve + score (nightly or backfill), the Accuracy report."""
+"""Scoring tasks: fetch series vintages, resolve + score (nightly or backfill), the Accuracy report.
+
+`run_scoring` is a plain function (no Prefect), so the benchmarks and the tasks run the same code: it reads rows
+through store, resolves and scores them with atlas.scoring, and writes through store, in the caller's transaction."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from prefect import get_run_logger, task
 from prefect.blocks.system import Secret
 from prefect.tasks import exponential_backoff
@@ -18,13 +22,23 @@ from forum_atlas.blocks.settings import secret_value
 from forum_atlas.config import Settings
 from forum_atlas.providers import OutcomeKind, ProviderError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
 from forum_atlas.scoring import DEGRADED, SCORING_VERSION
+from forum_atlas.scoring.batch import VintageData, reclassified, score_bindings, vintages_current_at
+from forum_atlas.scoring.quality import ScoreQualityError, validate_current_scores
 from forum_atlas.scoring.reliability import reliability_png
-from forum_atlas.scoring.report import AccuracyReport
+from forum_atlas.scoring.report import AccuracyReport, accuracy_report
+from forum_atlas.scoring.runs import (
+    Mode,
+    ScoringRun,
+    check_chosen_vintage,
+    checked_as_of,
+    count_scores,
+    unsettled,
+)
+from forum_atlas.scoring.versions import ScoringRule, scoring_rule
 from forum_atlas.series.connectors import make_connector
-from forum_atlas.series.coverage import VintageCoverageError
+from forum_atlas.series.coverage import VintageCoverageError, check_coverage
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store import scores
-from forum_atlas.store.db import shared_database
+from forum_atlas.store.db import Connection, record_event, shared_database
 from forum_atlas.tasks import mark_flow_run
 
 FETCH_TIMEOUT_S = 20.0   # one HTTP request to FRED
@@ -87,9 +101,10 @@ def fetch_series_vintage(settings: Settings, series_id: str, key_secret: Secret 
     logger = get_run_logger()
     with shared_database(settings).transaction() as conn:
         try:
-            vintage_id, partial = repo.store_vintage(conn, vintage)[0], False
+            vintage_id, partial = repo.store_vintage(conn, vintage, check_coverage=check_coverage)[0], False
         except VintageCoverageError as regressed:   # raised before anything of it is written
-            vintage_id, partial = repo.store_vintage(conn, vintage, partial=True)[0], True
+            vintage_id = repo.store_vintage(conn, vintage, check_coverage=check_coverage, partial=True)[0]
+            partial = True
             logger.warning("stored as partial, not used for resolution: %s", regressed)
     logger.info("%s: vintage %s (%s, %d observations)%s", series_id, vintage_id, vintage.label,
                 len(vintage.series.observations), " partial" if partial else "")
@@ -148,11 +163,91 @@ def degraded_final_state(fetched: list[dict[str, Any]], result: dict[str, Any]):
     return Completed(name=DEGRADED, message=message, data=result)
 
 
+def _vintages_for(conn: Connection, series_ids: list[str], as_of: datetime,
+                  vintage_id: int | None) -> dict[str, VintageData]:
+    if vintage_id is not None:
+        chosen = repo.get_vintage(conn, vintage_id)
+        check_chosen_vintage(vintage_id, chosen)
+        return {chosen["series_id"]: repo.vintage_data(conn, chosen)}
+    found = {}
+    for series_id in series_ids:
+        vintage = repo.latest_vintage(conn, series_id, as_of=as_of)
+        if vintage is not None:
+            found[series_id] = repo.vintage_data(conn, vintage)
+    return found
+
+
+def _deadline_vintages(conn: Connection, due: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, VintageData]]:
+    """`due` with each binding's deadline vintage (the newest full one of its series fetched by its deadline,
+    NA if none was) in deadline_vintage_id, and the data of those vintages."""
+    catalogue = repo.full_vintage_catalogue(conn, sorted(due["series_id"].unique()))
+    due = due.assign(deadline_vintage_id=vintages_current_at(catalogue, due["series_id"], due["deadline"]))
+    ids = sorted(int(v) for v in due["deadline_vintage_id"].dropna().unique())
+    return due, {v: repo.vintage_data(conn, repo.get_vintage(conn, v)) for v in ids}
+
+
+def series_due_tonight(conn: Connection, *, as_of: datetime) -> list[str]:
+    """The series the nightly run at `as_of` would resolve bindings of, in any version it keeps current: the ones
+    worth a new vintage."""
+    due = repo.due_bindings(conn, as_of=as_of)
+    return sorted({series for version in repo.scoring_versions_in_use(conn)
+                   for series in unsettled(due, repo.current_scores(conn, version))["series_id"].unique()})
+
+
+def run_scoring(conn: Connection, *, mode: Mode, as_of: datetime | None = None,
+                vintage_id: int | None = None, series_id: str | None = None,
+                deadline_from: datetime | None = None, deadline_to: datetime | None = None,
+                scoring_version: str = SCORING_VERSION, run_id: str | None = None,
+                validate: bool = True) -> ScoringRun:
+    """Resolve and score bound forecasts past their deadline at `as_of`, in the caller's transaction.
+
+    nightly: forecasts with no current score, or whose current score is unresolvable, are scored on
+             the newest vintage of their series fetched by `as_of`; a resolved forecast is not
+             re-resolved by the nightly run (its score would silently change with revisions).
+    Either way a forecast whose vintage was fetched by its deadline and lacks a date it needs gets no row
+    (pending: waiting for data), and one that an older run mislabelled so and that is settled now is named
+    in a FORECASTS_RECLASSIFIED event with the reason.
+    backfill: every forecast with a deadline in [deadline_from, deadline_to) is scored on the chosen
+             vintage (or the newest by `as_of`): a vintage not used before adds a new score row and
+             keeps the old; one used before must reproduce the stored row exactly.
+    """
+    as_of = checked_as_of(as_of, deadline_from, deadline_to)
+    rule: ScoringRule = scoring_rule(scoring_version)
+    run = ScoringRun(mode=mode, as_of=as_of, scoring_version=rule.version)
+    due = repo.due_bindings(conn, as_of=as_of, deadline_from=deadline_from, deadline_to=deadline_to,
+                            series_id=series_id)
+    if mode == "nightly":
+        due = unsettled(due, repo.current_scores(conn, scoring_version))
+    run.due = len(due)
+    vintages = _vintages_for(conn, sorted(due["series_id"].unique()), as_of, vintage_id)
+    if vintage_id is not None:
+        due = due[due["series_id"].isin(list(vintages))]
+        run.due = len(due)
+    deadline_vintages = None
+    if rule.records_deadline_vintage:
+        due, deadline_vintages = _deadline_vintages(conn, due)
+    scores = score_bindings(due, vintages, rule, deadline_vintages)
+    mislabelled = repo.mislabelled_unresolvable(conn, scoring_version)   # read before this run's rows land
+    count_scores(run, vintages, scores)
+    counts = repo.write_scores(conn, scores, run_id=run_id)
+    run.inserted, run.reproduced = counts["inserted"], counts["reproduced"]
+    changes = reclassified(mislabelled, scores)
+    if changes:
+        run.reclassified = len(changes)
+        record_event(conn, "FORECASTS_RECLASSIFIED", {"scoring_version": scoring_version, "forecasts": changes},
+                     run_id=run_id)
+    if validate and run.inserted:
+        run.quality = validate_current_scores(repo.current_scores(conn, scoring_version))
+        if not run.quality.success:
+            raise ScoreQualityError(run.quality)  # the caller's transaction rolls back: nothing written
+    return run
+
+
 @task(name="series-due", task_run_name="series-due-{as_of:%Y-%m-%d}")
 def series_due(settings: Settings, as_of: datetime) -> list[str]:
     """The series with bindings the nightly run at `as_of` still has to resolve."""
     with shared_database(settings).connection() as conn:
-        return scores.series_due_tonight(conn, as_of=as_of)
+        return series_due_tonight(conn, as_of=as_of)
 
 
 @task(name="scoring-versions-in-use")
@@ -166,9 +261,9 @@ def scoring_versions_in_use(settings: Settings) -> list[str]:
 def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage_id: int | None = None,
                       series_id: str | None = None, deadline_from: datetime | None = None,
                       deadline_to: datetime | None = None, run_id: str | None = None,
-                      scoring_version: str = SCORING_VERSION) -> scores.ScoringRun:
+                      scoring_version: str = SCORING_VERSION) -> ScoringRun:
     with shared_database(settings).transaction() as conn:
-        run = scores.run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
+        run = run_scoring(conn, mode=mode, as_of=as_of, vintage_id=vintage_id, series_id=series_id,
                                  deadline_from=deadline_from, deadline_to=deadline_to, run_id=run_id,
                                  scoring_version=scoring_version)
     get_run_logger().info("%s scoring (%s) at %s: %d due, %d scored, %d new rows", mode, scoring_version,
@@ -180,7 +275,7 @@ def resolve_and_score(settings: Settings, *, mode: str, as_of: datetime, vintage
 def build_accuracy_report(settings: Settings, *, fixed_base_rate: float, out_dir: str | None,
                           scoring_version: str = SCORING_VERSION) -> tuple[AccuracyReport, dict[str, str]]:
     with shared_database(settings).connection() as conn:
-        report = scores.accuracy_report(conn, fixed_base_rate=fixed_base_rate, scoring_version=scoring_version)
+        report = accuracy_report(repo.accuracy_rows(conn, scoring_version), fixed_base_rate=fixed_base_rate)
     files = {k: str(v) for k, v in report.write(Path(out_dir)).items()} if out_dir else {}
     return report, files
 

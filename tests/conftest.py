@@ -138,7 +138,7 @@ def _forget_the_llm_endpoints_a_test_served():
     """What the OpenAI client remembers per endpoint (structured-output level, slots) is about a test's own
     local server: a later test's server may get the same port."""
     yield
-    from forum_atlas.llm.openai_client import forget_endpoints
+    from forum_atlas.chat.openai_client import forget_endpoints
 
     forget_endpoints()
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forum_atlas.runtime.schedules import shipped_schedules
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -39,7 +41,10 @@ def test_a_plain_prefect_deploy_of_either_file_keeps_schedules_and_heartbeats():
                 for d in deployments} == {d["name"]: str(HEARTBEAT_SECONDS) for d in deployments}
     assert {d["name"] for d in _deployments_in_yaml() if d.get("initial_schedules")} == \
         {"bind-forecasts", "score-accuracy"}
-    assert {d["name"] for d in docker if d.get("initial_schedules")} == {"bind-forecasts-docker", "score-accuracy-docker"}
+    # the Docker deployments repeat no cron: they follow prefect.yaml's (tests/runtime/test_schedules.py)
+    assert {d["name"]: d["initial_schedules_of"] for d in docker if "initial_schedules_of" in d} == \
+        {"bind-forecasts-docker": "bind-forecasts", "score-accuracy-docker": "score-accuracy"}
+    assert not any("initial_schedules" in d for d in docker)
 
 
 def _deploy() -> str:
@@ -92,6 +97,9 @@ def test_binding_lane_ships_paused_and_nightly_scoring_is_a_utc_cron(deployed):
     nightly = next(d for key, d in deployed.items() if key.endswith("/score-accuracy"))
     assert lane.schedules and not any(s.active for s in lane.schedules)
     assert all(s.active and s.schedule.timezone == "UTC" and s.schedule.cron for s in nightly.schedules)
+    shipped = shipped_schedules(REPO / "prefect.yaml")
+    assert [s.schedule.cron for s in nightly.schedules] == [s["cron"] for s in shipped["score-accuracy"]]
+    assert [s.schedule.cron for s in lane.schedules] == [s["cron"] for s in shipped["bind-forecasts"]]
 
 
 def test_deliberate_run_form_has_bounds_and_choices(deployed):
@@ -145,7 +153,8 @@ def test_the_documented_resume_works_and_a_redeploy_keeps_every_schedule_as_the_
                      for name in ("score-accuracy/score-accuracy", "backfill-scores/backfill-scores")}
         client.update_deployment_schedule(nightly.id, client.read_deployment_by_name(
             "score-accuracy/score-accuracy").schedules[0].id, active=True)   # as shipped, for the tests after this
-    assert schedules == {"score-accuracy/score-accuracy": [("30 2 * * *", False)],
+    [shipped] = shipped_schedules(REPO / "prefect.yaml")["score-accuracy"]
+    assert schedules == {"score-accuracy/score-accuracy": [(shipped["cron"], False)],
                          "backfill-scores/backfill-scores": [("0 4 * * 0", True)]}
     assert main(["lane", "pause"]) == 0 and capsys.readouterr().out.strip().endswith(": paused")
 

@@ -1,11 +1,17 @@
-"""The house rules that code can check: plain logic stays plain, SQL stays in the store, flows go
-through tasks, every tasks module holds tasks, and the distribution installs one name."""
+"""The house rules that code can check: plain logic stays plain, SQL stays in the store, the store is data
+access (it takes only plain record types from the domain), flows go through tasks, every tasks module holds
+tasks, and the distribution installs one name."""
 
 import ast
+import dataclasses
+import enum
 import importlib
+import inspect
 import re
 import tomllib
 from pathlib import Path
+
+from tests.support.import_graph import circles, import_graph, imports_up_the_layers, package
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
@@ -67,6 +73,45 @@ def test_the_sql_pattern_catches_statements_and_spares_prose():
     assert SQL_TEXT.search("SELECT count(*) FROM forum.events")
     assert SQL_TEXT.search("UPDATE forum.chunks SET body = 'x'")
     assert not SQL_TEXT.search("select the specialists the question calls for; delete nothing")
+
+
+STORE_FOUNDATION = ("forum_atlas.config", "forum_atlas.integrity", "forum_atlas.resources", "forum_atlas.redaction",
+                    "forum_atlas.runtime", "forum_atlas.store", "forum_atlas.sql")
+
+
+def _is_plain_record(obj) -> bool:
+    """A dataclass, NamedTuple, Enum, TypedDict or exception, or an immutable constant: data, not behaviour."""
+    if inspect.isclass(obj):
+        return (dataclasses.is_dataclass(obj) or issubclass(obj, (enum.Enum, Exception))
+                or (issubclass(obj, tuple) and hasattr(obj, "_fields")) or hasattr(obj, "__total__"))
+    return isinstance(obj, (str, int, float, bytes, tuple, frozenset, type(None)))
+
+
+def _store_borrowings(folder: Path) -> list[str]:
+    """What store/ takes from the domain beyond its plain record types."""
+    offenders = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                offenders += [f"{path.name}: import {a.name}" for a in node.names
+                              if a.name.startswith("forum_atlas") and not a.name.startswith(STORE_FOUNDATION)]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("forum_atlas") \
+                    and not node.module.startswith(STORE_FOUNDATION):
+                module = importlib.import_module(node.module)
+                offenders += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                              if inspect.ismodule(getattr(module, a.name, None))
+                              or not _is_plain_record(getattr(module, a.name, None))]
+    return offenders
+
+
+def test_the_store_is_data_access_and_takes_only_record_types_from_the_domain():
+    assert _store_borrowings(REPO / "store") == []
+
+
+def test_the_store_rule_catches_a_borrowed_function(tmp_path):
+    (tmp_path / "planted.py").write_text("from forum_atlas.scoring.metrics import accuracy_metrics\n"
+                                         "from forum_atlas.ingestion.records import SourceInfo\n", encoding="utf-8")
+    assert _store_borrowings(tmp_path) == ["planted.py: forum_atlas.scoring.metrics.accuracy_metrics"]
 
 
 def test_flows_reach_the_database_only_through_tasks():
@@ -141,3 +186,41 @@ def test_every_package_folder_is_listed_so_the_wheel_carries_it():
 def test_top_level_layout():
     for name in ("pyproject.toml", "README.md", "prefect.yaml", "flows", "tasks", "blocks", "sql", "deployments", "tests"):
         assert (REPO / name).exists(), name
+
+
+def test_no_import_circles_between_packages():
+    assert circles(import_graph(REPO, package)) == []
+
+
+def test_no_import_circles_between_modules():
+    assert circles(import_graph(REPO)) == []
+
+
+def test_imports_go_to_their_own_layer_or_a_lower_one():
+    """cli > flows > tasks > store > runtime > blocks > atlas (the domain): LAYERS in tests/support/import_graph.py."""
+    assert imports_up_the_layers(REPO) == []
+
+
+def test_the_circle_and_layer_rules_catch_planted_violations(tmp_path):
+    planted = {
+        "atlas/__init__.py": "",
+        "atlas/calls.py": "",
+        "atlas/llm/__init__.py": "",
+        "atlas/llm/engine.py": "from forum_atlas.deliberation.model import Passage\nfrom forum_atlas import calls\n",
+        "atlas/deliberation/__init__.py": "",
+        "atlas/deliberation/model.py": "def f():\n    from forum_atlas.llm import engine\n",
+        "store/__init__.py": "",
+        "store/db.py": "from forum_atlas.runtime import pgserver\nfrom forum_atlas.calls import CallRecord\n",
+        "runtime/__init__.py": "",
+        "runtime/pgserver.py": "",
+        "runtime/ops_stack.py": "import forum_atlas.store.db\n",
+    }
+    for name, text in planted.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert circles(import_graph(tmp_path, package)) == [
+        ["forum_atlas.deliberation", "forum_atlas.llm", "forum_atlas.deliberation"], ["runtime", "store", "runtime"]]
+    # runtime -> store -> runtime is a circle of packages, not of modules: ops_stack -> db -> pgserver
+    assert circles(import_graph(tmp_path)) == [
+        ["forum_atlas.deliberation.model", "forum_atlas.llm.engine", "forum_atlas.deliberation.model"]]
+    assert imports_up_the_layers(tmp_path) == ["runtime/ops_stack.py (runtime) -> forum_atlas.store.db (store)"]

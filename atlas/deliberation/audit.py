@@ -37,20 +37,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from forum_atlas.calls import CallRecord, Verdict
 from forum_atlas.deliberation.grounding import GROUNDING_RULES, ground
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
     AuditedClaim,
     AuditSummary,
-    CallRecord,
     ClaimDraft,
     Downgrade,
     DraftReply,
     FailedCheck,
     Passage,
     Section,
-    Verdict,
 )
 from forum_atlas.deliberation.quotes import VERBATIM_RULE
 from forum_atlas.deliberation.untrusted import (

@@ -18,10 +18,10 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.audit import AuditedDraft, RoundEvidence, summarize
 from forum_atlas.deliberation.model import (
     BriefRecord,
-    CallRecord,
     Finding,
     Passage,
     Plan,

@@ -43,7 +43,7 @@ from functools import lru_cache
 from forum_atlas.deliberation.faithful import QUANTIFIERS, faithful, in_scope
 from forum_atlas.deliberation.quotes import quote_spans
 from forum_atlas.entailment.rules import HEDGES, NEGATIONS, TOKEN, WEAK_NEGATIONS, direction_of, light_stem, normalise
-from forum_atlas.ingestion.chunking import sentence_spans
+from forum_atlas.text import sentence_spans
 
 GROUNDING_RULES = "grounding-v2"   # v1 (issue 22): coverage, directions, negations mod 2
 MIN_QUOTE_WORDS = 4

@@ -10,19 +10,15 @@ failed check is recorded (`Downgrade`).
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from forum_atlas.calls import CallRecord, Verdict
 
 Tag = Literal["SOURCED", "INFERRED"]
 SOURCED: Tag = "SOURCED"
 INFERRED: Tag = "INFERRED"
-
-# supports / contradicts / contextual, or abstain when the verifier cannot tell (DEL-8).
-Verdict = Literal["supports", "contradicts", "contextual", "abstain"]
-VERDICTS: tuple[Verdict, ...] = ("supports", "contradicts", "contextual", "abstain")
 
 # Why a SOURCED claim lost its tag; the first failing check in this order is the one recorded
 # (atlas.deliberation.untrusted, then the citation, then atlas.deliberation.grounding, then the verifier).
@@ -118,38 +114,6 @@ class DraftRequest:
     passages: tuple[Passage, ...]
     attempt: int = 1                  # 2 = the retry, with a stricter prompt
     failures: tuple[str, ...] = ()    # on a retry: what failed validation the first time, in words
-
-
-def call_json(value: Any) -> str:
-    """The text a call's input digest and prompt hash are taken of: sorted keys, no spaces, UTF-8
-    kept, dataclasses as dicts."""
-    if is_dataclass(value) and not isinstance(value, type):
-        value = asdict(value)
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def digest_of(value: Any) -> str:
-    """sha256 hex of `call_json(value)`: what a provider was asked, for the call log (AUD-4)."""
-    return hashlib.sha256(call_json(value).encode("utf-8")).hexdigest()
-
-
-@dataclass
-class CallRecord:
-    """One provider or model call (AUD-4): what was asked (as a digest), how it went, how long."""
-    stage: str                        # e.g. "draft:technical#1", "support", "synthesis"
-    provider: str                     # engine name
-    version: str
-    input_digest: str                 # sha256 hex of the canonical request
-    outcome: str = "ok"               # ok | timeout | rate_limited | auth | unavailable | bad_response
-    latency_ms: float = 0.0
-    attempts: int = 1
-    detail: str = ""
-    prompt_hash: str | None = None    # sha256 hex of the exact prompt sent (model engines)
-    flow_run_id: str | None = None
-    task_run_id: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # Outcomes that say the provider could not be reached or would not serve us after its retries:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from forum_atlas.deliberation.deidentify import deidentify
 from forum_atlas.deliberation.model import SPECIALISTS, PersonaAssignment, Plan
-from forum_atlas.deliberation.terms import content_words, stem
+from forum_atlas.text import content_words, stem
 
 PLANNER = "keyword-coordinator v1"
 # Stems (first 5 letters) that call each specialist.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from forum_atlas.deliberation.model import CallRecord, Verdict
+from forum_atlas.calls import CallRecord, Verdict
 
 
 @dataclass(frozen=True)

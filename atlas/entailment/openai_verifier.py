@@ -19,11 +19,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from forum_atlas.calls import VERDICTS, CallRecord, Verdict, digest_of
+from forum_atlas.chat.budget import excerpt, passage_chars_available
+from forum_atlas.chat.openai_client import DEFAULT_MODEL, OpenAIChat
 from forum_atlas.config import LLMOptions
-from forum_atlas.deliberation.model import VERDICTS, CallRecord, Verdict
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery
-from forum_atlas.llm.openai_client import DEFAULT_MODEL, OpenAIChat, canonical_json, sha256_hex
-from forum_atlas.llm.prompt_budget import excerpt, passage_chars_available
 from forum_atlas.providers import ProviderError
 
 PROMPT_VERSION = "support-json-v1"
@@ -116,7 +116,7 @@ class OpenAISupportVerifier:
         calls: list[CallRecord] = []
         for start in range(0, len(queries), self.batch_size):
             batch = list(queries[start:start + self.batch_size])
-            digest = sha256_hex(canonical_json([[q.claim, q.quote, q.passage] for q in batch]))
+            digest = digest_of([[q.claim, q.quote, q.passage] for q in batch])
             try:
                 result, call = self.chat.recorded(self.messages(batch), stage="support", provider=self.name,
                                                   version=self.version, input_digest=digest)

@@ -50,7 +50,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forum_atlas.deliberation.model import Verdict
+from forum_atlas.calls import Verdict
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery
 
 TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?|[<>=≤≥±]")

@@ -74,6 +74,7 @@ from forum_atlas.forecasting.drivers import (
     satisfied_changes,
 )
 from forum_atlas.forecasting.montecarlo import Driver
+from forum_atlas.scoring.rules import brier
 from forum_atlas.series.parsing import Observation
 
 ADAPTIVE_RULE_VERSION = "series-adaptive-base-rate-v4"
@@ -163,7 +164,7 @@ def gated_recalibration(raw: np.ndarray, outcome: np.ndarray, usable: np.ndarray
     record of mapped over raw and whether it passed (the published probability is mapped where it did)."""
     recalibration = Recalibration.of(raw, outcome, usable, horizon, periods_per_year)
     recalibrated = recalibration.apply(raw)
-    record = held_out_sums((raw - outcome) ** 2 - (recalibrated - outcome) ** 2, usable, horizon, periods_per_year)
+    record = held_out_sums(brier(raw, outcome) - brier(recalibrated, outcome), usable, horizon, periods_per_year)
     return recalibration, recalibrated, record, held_out_gate_passed(record, horizon)
 
 
@@ -227,8 +228,8 @@ class AdaptiveHistory:
         candidates = np.stack(rates)
 
         outcome, usable = origin_outcomes(values, satisfied, horizon, enough_history)
-        whole_brier = (whole - outcome) ** 2
-        records = np.stack([held_out_sums(whole_brier - (rate - outcome) ** 2, usable, horizon, periods_per_year)
+        whole_brier = brier(whole, outcome)
+        records = np.stack([held_out_sums(whole_brier - brier(rate, outcome), usable, horizon, periods_per_year)
                             for rate in candidates])
         in_use = np.stack([held_out_gate_passed(record, horizon) for record in records])
         in_use[0] = True  # the whole history always counts (its gain over itself is 0)
@@ -239,7 +240,7 @@ class AdaptiveHistory:
         recent_hits, recent = _decayed_sums(np.stack([hits, known * 1.0]),
                                             0.5 ** (1.0 / (DRIFT_HALF_LIFE_YEARS * periods_per_year)))
         drift = (recent_hits + prior * adaptive) / (recent + prior)
-        drift_record = held_out_sums((adaptive - outcome) ** 2 - (drift - outcome) ** 2, usable, horizon,
+        drift_record = held_out_sums(brier(adaptive, outcome) - brier(drift, outcome), usable, horizon,
                                      periods_per_year)
         drift_on = held_out_gate_passed(drift_record, horizon)
         raw = np.where(drift_on, drift, adaptive)

@@ -41,6 +41,7 @@ from forum_atlas.forecasting.adaptive import (
     rolling_window_name,
 )
 from forum_atlas.forecasting.binding import BoundQuestion
+from forum_atlas.forecasting.confident import CONFIDENT_RULE_VERSION, ConfidentRule
 from forum_atlas.forecasting.drivers import (
     LEGACY_RULE_VERSION,
     PERIODS_PER_YEAR,
@@ -63,6 +64,7 @@ from forum_atlas.scoring.metrics import (
     skill,
 )
 from forum_atlas.scoring.reliability import reliability_png
+from forum_atlas.scoring.rules import brier
 from forum_atlas.scoring.resolution import COMPARATORS, check_comparator
 from forum_atlas.series.parsing import infer_frequency, parse_fred_csv, parse_year_quarter_csv
 
@@ -83,10 +85,10 @@ def _per_origin(rule):
 
 
 # --rule name → (version recorded with the forecasts, rule(view, frequency) → answer(t, question) as of row t,
-# (base rate, drivers, …)). v7 (issue 41), v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted) and v3
-# read a history computed once per question shape, each row from rows up to it only.
-RULES = {"v7": (EARNED_RULE_VERSION, EarnedRule), "v6": (STABLE_RULE_VERSION, StableRule),
-         "v5": (WIDENED_RULE_VERSION, WidenedRule),
+# (base rate, drivers, …)). v8 and v7 (issue 41), v4 (the lane's), v5 and v6 (issue 27's candidates, not adopted)
+# and v3 read a history computed once per question shape, each row from rows up to it only.
+RULES = {"v8": (CONFIDENT_RULE_VERSION, ConfidentRule), "v7": (EARNED_RULE_VERSION, EarnedRule),
+         "v6": (STABLE_RULE_VERSION, StableRule), "v5": (WIDENED_RULE_VERSION, WidenedRule),
          "v4": (ADAPTIVE_RULE_VERSION, AdaptiveRule),
          "v3": (RULE_VERSION, DriftRule),
          "v2": (SHRUNK_RULE_VERSION, _per_origin(shrunk_drivers_for)),
@@ -163,8 +165,8 @@ class BacktestRow:
     base_rate: float        # the whole-history rate at the origin (every rule records it as its base rate)
     outcome: int | None     # None: the target row is empty in the file — unresolvable, never filled
     window_rates: tuple[float, ...]  # the ROLLING_WINDOWS_YEARS rates at the origin (the hindsight reference)
-    basis: str | None = None  # v4 to v7: the base-rate candidates the forecast rested on
-    rule_probability: float | None = None  # v4 to v7: its probability before Monte-Carlo sampling
+    basis: str | None = None  # v4 to v8: the base-rate candidates the forecast rested on
+    rule_probability: float | None = None  # v4 to v8: its probability before Monte-Carlo sampling
 
 
 @dataclass
@@ -331,17 +333,17 @@ def skill_metrics(probability: np.ndarray, base_rate: np.ndarray, outcome: np.nd
     if len(outcome) == 0:
         return {"n": 0}
     metrics = accuracy_metrics(probability, outcome, fixed_base_rate=0.5, bins=REPORT_BINS)
-    brier_base = float(np.mean((base_rate - outcome) ** 2))
+    brier_base = float(np.mean(brier(base_rate, outcome)))
     floor = calibrated_eces(probability, rows, horizon)
     floor_p90 = float(np.quantile(floor, 0.9))
     ece = expected_calibration_error(metrics.decomposition)
     block = origins_per_horizon(rows, horizon)
     intervals = {}
     for name, reference in (("skill_vs_half", 0.5), ("skill_vs_base_rate", base_rate)):
-        interval = block_bootstrap_skill((probability - outcome) ** 2, (reference - outcome) ** 2, block)
+        interval = block_bootstrap_skill(brier(probability, outcome), brier(reference, outcome), block)
         low, high = interval if interval else (None, None)
         intervals |= {f"{name}_low": low, f"{name}_high": high}
-    window_briers = np.mean((window_rates - outcome[:, None]) ** 2, axis=0)
+    window_briers = np.mean(brier(window_rates, outcome[:, None]), axis=0)
     best = int(np.argmin(window_briers))
     d = metrics.decomposition
     return {
@@ -419,7 +421,7 @@ def run_backtest(series: SeriesSource, spec: BacktestSpec) -> BacktestResult:
     if resolved and resolved[0].rule_probability is not None:
         # the rule's own skill, before the spread of its drift driver is sampled
         metrics["skill_vs_base_rate_before_sampling"] = skill(
-            float(np.mean([(r.rule_probability - r.outcome) ** 2 for r in resolved])), metrics["brier_base_rate"])
+            float(np.mean([brier(r.rule_probability, r.outcome) for r in resolved])), metrics["brier_base_rate"])
     return BacktestResult(series_id, frequency, series.label, spec, rule_version, rows, skipped,
                           perf_counter() - started, metrics)
 

@@ -73,6 +73,7 @@ from scipy.signal import lfilter
 from forum_atlas.forecasting.binding import BoundQuestion
 from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError
 from forum_atlas.scoring.resolution import COMPARATORS
+from forum_atlas.scoring.rules import brier
 from forum_atlas.series.parsing import Observation, periods_between
 
 RULE_VERSION = "series-held-out-drift-v3"
@@ -293,7 +294,7 @@ def _fit_on_history(features: _Features, satisfied: np.ndarray, values: np.ndarr
         beta_older, _ = _ridge_logistic(offset[older], x[older][:, columns], outcome[older], weight[older],
                                         PRIOR_SD[list(columns)])
         held_out = sigmoid(offset[newer] + x[newer][:, columns] @ beta_older)
-        difference = (previous - outcome[newer]) ** 2 - (held_out - outcome[newer]) ** 2
+        difference = brier(previous, outcome[newer]) - brier(held_out, outcome[newer])
         tests.append(_Test(columns, float(np.sum(w * difference) / w.sum()),
                            float(np.std(difference) / math.sqrt(effective_n)), needed_z))
         if not tests[-1].passed:
@@ -454,7 +455,7 @@ class DriftHistory:
         # Held-out record: origin s (a published row where the rule could forecast) is scored on the
         # change ending at s + h, so at row i it covers s <= i − h.
         outcome, usable = origin_outcomes(values, satisfied, horizon, enough_history)
-        gain = (base - outcome) ** 2 - (drift - outcome) ** 2
+        gain = brier(base, outcome) - brier(drift, outcome)
         record = held_out_sums(gain, usable, horizon, periods_per_year)
         return cls(horizon, enough_history, counts, base, drift, (recent + prior) / horizon, record)
 

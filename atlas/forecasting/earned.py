@@ -110,6 +110,22 @@ def steady_drift_fraction(whole: np.ndarray, uninformed: np.ndarray, satisfied: 
     return np.where(np.isfinite(se2), np.clip(kept, 0.0, 1.0), 0.0)
 
 
+def slope_words(slope: float, se: float, changes: float, kept: str) -> str:
+    """The record behind a departure's earned fraction, in words, ending with what was kept (`kept`)."""
+    evidence = f"slope {slope:+.3f} ± {se:.3f}" if np.isfinite(se) else "no slope yet (the departure never varied)"
+    return (f"on earlier origins whose outcome was known at issue ({changes:.0f} independent changes' worth, half-life "
+            f"{RECORD_HALF_LIFE_YEARS:g} years) the outcome's departure from the uninformed forecast regressed on the "
+            f"rule's: {evidence}, overlapping horizons counted once; kept {kept}"
+            + (f" (0: fewer than {MIN_EARNING_CHANGES:g} changes)" if changes < MIN_EARNING_CHANGES else ""))
+
+
+def slope_record(uninformed: float, slope: float, se: float, changes: float, published: float) -> dict:
+    """The engine record's keys for the departure's record (v7 and v8)."""
+    return {"uninformed_forecast": uninformed, "earned_slope": slope,
+            "earned_slope_se": se if np.isfinite(se) else None, "earned_record_changes": changes,
+            "probability_before_sampling": published}
+
+
 @dataclass(frozen=True)
 class EarnedDeparture:
     """v7's step at every row of one question's history, from the rows (and published outcomes) up to it."""
@@ -141,25 +157,17 @@ class EarnedDeparture:
         p4 = answer.record["probability_before_sampling"]
         u, f, published = float(self.uninformed[i]), float(self.fraction[i]), float(self.probability[i])
         slope, se, changes = float(self.slope[i]), float(self.slope_se[i]), float(self.record_changes[i])
-        evidence = (f"slope {slope:+.3f} ± {se:.3f}" if np.isfinite(se)
-                    else "no slope yet (the departure never varied)")
         driver = Driver(
             name=EARNED_DRIVER, weight=1.0, effect=float(logit(published) - logit(p4)), effect_sd=0.0,
             hypothesis=(f"the rule's departure from the uninformed forecast {u:.3f} (rises and falls equally likely, "
                         f"ties as the series had them) is worth {f:.2f} of its {p4 - u:+.3f}, so {published:.3f}"),
-            rationale=(f"on earlier origins whose outcome was known at issue ({changes:.0f} independent changes' "
-                       f"worth, half-life {RECORD_HALF_LIFE_YEARS:g} years) the outcome's departure from the "
-                       f"uninformed forecast regressed on the rule's: {evidence}, overlapping horizons counted once; "
-                       f"kept "
-                       f"clip(slope, 0, 1)·slope²/(slope² + se²) = {float(self.record_fraction[i]):.3f}"
-                       + (f" (0: fewer than {MIN_EARNING_CHANGES:g} changes)" if changes < MIN_EARNING_CHANGES else "")
+            rationale=(slope_words(slope, se, changes, "clip(slope, 0, 1)·slope²/(slope² + se²) = "
+                                                       f"{float(self.record_fraction[i]):.3f}")
                        + f"; the whole-history rate's steady drift from it ({STABILITY_BLOCK_YEARS:g}-year blocks) "
                        f"earns {float(self.drift_fraction[i]):.3f}; the larger is kept"))
-        steps = answer.record | {"uninformed_forecast": u, "earned_fraction": f,
-                                 "earned_by_record": float(self.record_fraction[i]),
-                                 "earned_by_drift": float(self.drift_fraction[i]), "earned_slope": slope,
-                                 "earned_slope_se": se if np.isfinite(se) else None,
-                                 "earned_record_changes": changes, "probability_before_sampling": published}
+        steps = answer.record | slope_record(u, slope, se, changes, published) | {
+            "earned_fraction": f, "earned_by_record": float(self.record_fraction[i]),
+            "earned_by_drift": float(self.drift_fraction[i])}
         return RuleAnswer(answer.base_rate, [*answer.drivers, driver], steps)
 
 

@@ -56,6 +56,7 @@ from forum_atlas.forecasting.drivers import (
     satisfied_changes,
 )
 from forum_atlas.forecasting.montecarlo import Driver
+from forum_atlas.scoring.rules import brier
 from forum_atlas.series.parsing import Observation
 
 STABLE_RULE_VERSION = "series-stable-base-rate-v6"
@@ -117,7 +118,7 @@ class Stability:
         stable = stable_rate(whole, se2)
         moved = np.clip(p4 + stable - whole, PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
         outcome, usable = history.outcome, history.usable
-        record = held_out_sums((p4 - outcome) ** 2 - (moved - outcome) ** 2, usable, h, periods_per_year)
+        record = held_out_sums(brier(p4, outcome) - brier(moved, outcome), usable, h, periods_per_year)
         on = held_out_gate_passed(record, h, gate_z)
         return cls(h, block_years, blocks, np.sqrt(se2), whole, stable, moved, record, on, np.where(on, moved, p4))
 

@@ -38,6 +38,7 @@ from forum_atlas.forecasting.drivers import (
     sigmoid,
 )
 from forum_atlas.forecasting.montecarlo import Driver
+from forum_atlas.scoring.rules import brier
 from forum_atlas.series.parsing import Observation
 
 WIDENED_RULE_VERSION = "series-widened-v5"
@@ -62,7 +63,7 @@ class Widening:
            temperatures: tuple[float, ...] = TEMPERATURES, gate_z: float = DRIFT_GATE_Z) -> Widening:
         """v5 is the defaults; other `temperatures` and gates are the variants it was chosen against."""
         def gain_over_p4(p: np.ndarray) -> np.ndarray:
-            return held_out_sums((p4 - outcome) ** 2 - (p - outcome) ** 2, usable, horizon, periods_per_year)
+            return held_out_sums(brier(p4, outcome) - brier(p, outcome), usable, horizon, periods_per_year)
 
         scaled = np.stack([sigmoid(logit(p4) / t) for t in temperatures])
         records = np.stack([gain_over_p4(p)[1] for p in scaled])  # weighted sums: argmax of the mean alike

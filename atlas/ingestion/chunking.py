@@ -10,25 +10,20 @@ chunks and the same ids.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and an
-# upper-case letter, digit or opening quote/bracket — or at a blank line. The pattern consumes the
-# punctuation mark (group 1 marks that branch) rather than looking behind for it: a pattern that starts
-# with a character set lets the regex engine skip ahead to the next candidate, 3–4x faster on long texts.
-# A lower-case start also begins a sentence when it is a gene or protein name written with a capital or
-# digit inside ("tHcy", "mRNA", "p53", "siRNA"; issue 35).
-_SENTENCE_END = re.compile(r"""([.!?])["')\]]*\s+(?=["'(\[]?(?:[A-Z0-9]|[a-z]{1,4}[A-Z0-9]))|\n\s*\n""")
-# No sentence ends after an abbreviation: "e.g.", "i.e.", "et al.", "vs.", "Fig.", "Dr." (a single initial may end one: "vitamin D.").
-_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|et al|vs|cf|ca|approx|Fig|Figs|Eq|Ref|Refs|No|Dr|Prof|Mr|Mrs|Ms|St|"
-                           r"Jr|Sr|Inc|Ltd|Corp|Dept|Univ|Vol|pp|resp|incl)\.)$")
+from forum_atlas.text import sentence_spans, trim_span
+
+# The default chunk size, in characters, and the overlap between chunks: the ingest flow, the CLI and
+# ChunkingOptions all read these.
+DEFAULT_CHUNK_CHARS = 1200
+DEFAULT_OVERLAP_CHARS = 200
 
 
 @dataclass(frozen=True)
 class ChunkingOptions:
-    max_chars: int = 1200
-    overlap_chars: int = 200
+    max_chars: int = DEFAULT_CHUNK_CHARS
+    overlap_chars: int = DEFAULT_OVERLAP_CHARS
 
     def __post_init__(self) -> None:
         if self.max_chars < 50:
@@ -45,37 +40,13 @@ class Chunk:
     text: str
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence, whitespace excluded."""
-    spans = []
-    position = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end(1) if match.lastindex else match.start()
-        if match.lastindex and _ABBREVIATION.search(text, max(end - 8, position), end):
-            continue
-        # most sentences need no trimming: test before paying for the call
-        spans.append(_trim(text, position, end) if text[position:position + 1].isspace() or
-                     text[end - 1:end].isspace() else (position, end))
-        position = match.end()
-    spans.append(_trim(text, position, len(text)))
-    return [(s, e) for s, e in spans if e > s]
-
-
 def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
     pieces = []
     while end - start > limit:
         cut = text.rfind(" ", start + limit // 2, start + limit)
         cut = cut if cut > start else start + limit
-        pieces.append(_trim(text, start, cut))
-        start = _trim(text, cut, end)[0]
+        pieces.append(trim_span(text, start, cut))
+        start = trim_span(text, cut, end)[0]
     pieces.append((start, end))
     return [(s, e) for s, e in pieces if e > s]
 

@@ -6,8 +6,9 @@ writes the result in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +67,11 @@ class StoredChunk:
     """A chunk already in the database that has no vector from the run's embedder yet."""
     chunk_id: int
     text: str   # embedding_text(heading, body)
+
+
+def stored_chunks(rows: Iterable[Mapping[str, Any]]) -> list[StoredChunk]:
+    """Stored chunks (rows of chunk_id, heading, body) as the embedder reads them."""
+    return [StoredChunk(r["chunk_id"], embedding_text(r["heading"], r["body"])) for r in rows]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -98,6 +98,15 @@ def source_conflict(stored: SourceInfo, incoming: SourceInfo, origin: str | None
         f"{origin or 'input'}: source {stored.name!r} is stored with other metadata; this input says {said}. "
         f"A source changes only through an explicit, recorded update: atlas sources update {stored.name!r} {flags} "
         f"--reason '…'. Nothing of this batch was written.")
+
+
+def check_stated_sources(stored: Iterable[SourceInfo], stated: dict[str, tuple[str, SourceInfo]]) -> None:
+    """Refuse input whose statement of a stored source differs from what is stored (`stated`: name → (origin
+    of the row that states it, what it states)), before the run does any work; the batch write checks again."""
+    for source in stored:
+        origin, incoming = stated[source.name]
+        if (conflict := source_conflict(source, incoming, origin)) is not None:
+            raise conflict
 
 
 # SciFact abstracts come from S2ORC under ODC-By 1.0; the attribution travels with every row.

@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from forum_atlas.llm.base import DeliberationEngine, DriverEngine
+from forum_atlas.deliberation.engine import DeliberationEngine
+from forum_atlas.llm.base import DriverEngine
 from forum_atlas.llm.offline import OfflineDriverEngine
 from forum_atlas.llm.offline_deliberation import OfflineDeliberationEngine
 
@@ -35,5 +36,5 @@ def make_deliberation_engine(name: str = "offline", **options: object) -> Delibe
     raise ValueError(f"unknown LLM engine {name!r}: choose offline or openai")
 
 
-__all__ = ["DeliberationEngine", "DriverEngine", "OfflineDeliberationEngine", "OfflineDriverEngine",
+__all__ = ["DriverEngine", "OfflineDeliberationEngine", "OfflineDriverEngine",
            "make_deliberation_engine", "make_driver_engine"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from forum_atlas.deliberation.model import DraftReply, DraftRequest, SynthesisRequest
 from forum_atlas.forecasting.montecarlo import Driver, ForecastInputError
 from forum_atlas.providers import ProviderBadResponse
 
@@ -20,16 +19,6 @@ class DriverEngine(Protocol):
     version: str
 
     def propose_drivers(self, question: str, *, base_rate: float) -> list[Driver]: ...
-
-
-class DeliberationEngine(Protocol):
-    name: str
-    version: str
-    extractive: bool    # True: claims are copied from passages, not written by a model (said in the brief)
-
-    def draft(self, request: DraftRequest) -> DraftReply: ...
-
-    def synthesize(self, request: SynthesisRequest) -> DraftReply: ...
 
 
 def drivers_from_payload(provider: str, payload: Any) -> list[Driver]:

@@ -30,6 +30,7 @@ import math
 import time
 from collections import Counter
 
+from forum_atlas.calls import CallRecord, digest_of
 from forum_atlas.deliberation.answers import (
     AnswerKind,
     asked_kind,
@@ -41,16 +42,13 @@ from forum_atlas.deliberation.answers import (
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
-    CallRecord,
     ClaimDraft,
     DraftReply,
     DraftRequest,
     Passage,
     SynthesisRequest,
-    digest_of,
 )
-from forum_atlas.deliberation.terms import stem, stems
-from forum_atlas.ingestion.chunking import sentence_spans
+from forum_atlas.text import sentence_spans, stem, stems
 
 MIN_SHARED = 2.0
 GENERIC_WEIGHT = 0.5

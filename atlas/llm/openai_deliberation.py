@@ -1,7 +1,7 @@
 """Persona drafts and the coordinator's synthesis by an OpenAI-compatible chat model (DEL-2, DEL-5, DEL-6).
 
 The model answers a JSON object (asked for with a JSON schema where the server takes one:
-`forum_atlas.llm.openai_client`)
+`forum_atlas.chat.openai_client`)
 
     {"claims": [{"text": str, "tag": "SOURCED" | "INFERRED", "source": "S1" | null, "quote": str | null}],
      "insufficient_evidence": null | "reason"}
@@ -41,20 +41,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from forum_atlas.calls import CallRecord, digest_of
+from forum_atlas.chat.budget import passage_chars_available
+from forum_atlas.chat.openai_client import DEFAULT_MODEL, ChatResult, OpenAIChat
 from forum_atlas.config import LLMOptions
 from forum_atlas.deliberation.model import (
     INFERRED,
     ROLE_TITLES,
     SOURCED,
-    CallRecord,
     ClaimDraft,
     DraftReply,
     DraftRequest,
     Passage,
     SynthesisRequest,
 )
-from forum_atlas.llm.openai_client import DEFAULT_MODEL, ChatResult, OpenAIChat, canonical_json, sha256_hex
-from forum_atlas.llm.prompt_budget import ShownPassage, fit_passages, passage_chars_available
+from forum_atlas.llm.prompt_budget import ShownPassage, fit_passages
 
 PROMPT_VERSION = "claims-json-v2"
 MAX_CLAIMS = 40
@@ -309,10 +310,10 @@ class OpenAIDeliberationEngine:
     def draft(self, request: DraftRequest) -> DraftReply:
         stage = f"draft:{request.persona.role}#{request.attempt}"
         messages, labels = self.draft_prompt(request)
-        return self._ask(messages, stage, sha256_hex(canonical_json(request)), labels, MAX_CLAIMS)
+        return self._ask(messages, stage, digest_of(request), labels, MAX_CLAIMS)
 
     def synthesize(self, request: SynthesisRequest) -> DraftReply:
-        digest = sha256_hex(canonical_json(request))
+        digest = digest_of(request)
         if not request.findings:
             # nothing audited to synthesise: no call, no text a model could invent
             call = CallRecord(stage="synthesis", provider=self.name, version=self.version, input_digest=digest,

@@ -1,7 +1,7 @@
 """Driver decomposition by any OpenAI-compatible chat endpoint, through the `openai` SDK.
 
 The client and the mapping of SDK failures to typed provider errors are shared with the other
-OpenAI-backed engines (`forum_atlas.llm.openai_client`). The answer must be a JSON object with a
+OpenAI-backed engines (`forum_atlas.chat.openai_client`). The answer must be a JSON object with a
 `drivers` list.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
+from forum_atlas.chat.openai_client import DEFAULT_MODEL, OpenAIChat
 from forum_atlas.config import LLMOptions
 from forum_atlas.forecasting.montecarlo import Driver
 from forum_atlas.llm.base import drivers_from_payload
-from forum_atlas.llm.openai_client import DEFAULT_MODEL, OpenAIChat
 from forum_atlas.providers import ProviderBadResponse
 
 PROVIDER = "openai-llm"

@@ -17,6 +17,9 @@ from forum_atlas.providers import ProviderOutcome
 BM25_ENGINE = "postgresql-bm25okapi"
 BM25_VERSION = "forum.bm25_search/011 (rank_bm25 0.2.2 BM25Okapi semantics)"
 DENSE_ENGINE = "pgvector-hnsw-cosine"
+# pgvector stops an iterative scan after this many tuples; past it a filtered search falls back to
+# an exact scan of the filtered rows (few, by then), so selective filters still return a full top-k.
+MAX_SCAN_TUPLES = 20_000
 FUSION_ENGINE = "reciprocal-rank-fusion"
 
 

@@ -1,7 +1,7 @@
 """The retrieval pipeline (RET-1…6), written once: check → BM25 ∥ dense → fusion → rerank.
 
 Search, forecast evidence and deliberation all call `retrieve`. What runs each stage is passed in:
-`forum_atlas.store.retrieval.Retriever` runs them as plain calls against the database (the CLI's
+`forum_atlas.retrieval.retriever.Retriever` runs them as plain calls on the stored corpus (the CLI's
 `atlas search`, benchmarks), `forum_atlas.tasks.retrieval.TaskRetriever` runs the same calls as
 Prefect tasks so a flow's DAG shows BM25, dense, fusion and rerank.
 """

@@ -1,20 +1,27 @@
-"""Pure retrieval stages: fusion, reranking with a typed fallback, and the final sources.
+"""Pure retrieval stages: dense search (the query embedded, its nearest chunks looked up in a `VectorIndex`),
+fusion, reranking with a typed fallback, and the final sources.
 
-The database stages (BM25, dense) live in `forum_atlas.store.retrieval`; these take their
-candidate lists. `forum_atlas.tasks.retrieval.retrieve` runs them all in order.
+BM25 and the vector lookups are SQL in `forum_atlas.store.retrieval`; these take their rows and candidate
+lists. `forum_atlas.retrieval.pipeline.retrieve` runs them all in order.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+import numpy as np
+
+from forum_atlas.embeddings import Embedder
 from forum_atlas.providers import ProviderError, ProviderOutcome, observed
 from forum_atlas.rerank.base import Reranker
 from forum_atlas.retrieval.context import cap_context
 from forum_atlas.retrieval.fusion import reciprocal_rank_fusion
 from forum_atlas.retrieval.model import (
+    DENSE_ENGINE,
     FUSION_ENGINE,
+    MAX_SCAN_TUPLES,
     Candidate,
     ChunkText,
     RetrievalOptions,
@@ -22,8 +29,66 @@ from forum_atlas.retrieval.model import (
     Source,
     StageResult,
 )
+from forum_atlas.retrieval.query import QueryError
 
 RETRIEVAL_STAGES = ("bm25", "dense", "fusion", "rerank")
+
+
+class VectorIndex(Protocol):
+    """The stored chunk vectors (`forum_atlas.store.retrieval.StoredVectors`)."""
+
+    def model(self, name: str) -> dict[str, Any] | None:
+        """The embedder's stored model (model_id, dim), or None when no chunk has a vector from it."""
+        ...
+
+    def nearest(self, model: dict[str, Any], vector: np.ndarray, options: RetrievalOptions, *,
+                exact: bool) -> tuple[list[dict[str, Any]], dict[str, bool]]:
+        """(the `dense_k` nearest chunks' rows: chunk_id, similarity; how the search deviated from `exact`)."""
+        ...
+
+
+def dense(embedder: Embedder, query: str, options: RetrievalOptions, index: VectorIndex, *,
+          exact: bool = False) -> StageResult:
+    """Top `dense_k` chunks by cosine similarity (HNSW), then those at or above the threshold: the query
+    embedded with `embedder`, its nearest chunks found in `index`."""
+    parameters = {"k": options.dense_k, "threshold": options.dense_threshold, "ef_search": options.ef_search,
+                  "iterative_scan": "strict_order", "max_scan_tuples": MAX_SCAN_TUPLES, "exact": exact,
+                  "embedder": embedder.name, **options.filters()}
+    stage = StageResult(stage="dense", engine=DENSE_ENGINE, version=f"{embedder.engine} {embedder.version}",
+                        parameters=parameters)
+    start = time.perf_counter()
+    model = index.model(embedder.name)
+    if model is None:
+        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
+        stage.note = f"no chunk has an embedding from {embedder.name}: ingest with this embedder first"
+        return stage
+    if int(model["dim"]) != embedder.dim:
+        raise QueryError(f"{embedder.name} makes {embedder.dim}-d vectors but the stored ones have {model['dim']}")
+    try:
+        vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
+    except ProviderError as exc:
+        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense", kind=exc.kind, detail=exc.detail,
+                                        attempts=exc.attempts, latency_ms=(time.perf_counter() - start) * 1000)
+        stage.note = f"query embedding failed ({exc.kind}); dense search skipped"
+        return stage
+    if not np.linalg.norm(vector):
+        stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense")
+        stage.note = "the query embeds to a zero vector (no word the embedder knows)"
+        return stage
+    rows, plan = index.nearest(model, vector, options, exact=exact)
+    parameters.update(plan)
+    # Equal similarities (e.g. orthogonal vectors) come back in index order: make ties deterministic.
+    rows.sort(key=lambda r: (-r["similarity"], r["chunk_id"]))
+    kept = [r for r in rows if r["similarity"] >= options.dense_threshold]
+    stage.candidates = [Candidate(r["chunk_id"], i, float(r["similarity"])) for i, r in enumerate(kept, start=1)]
+    stage.outcome = ProviderOutcome(provider=embedder.name, stage="dense",
+                                    latency_ms=(time.perf_counter() - start) * 1000)
+    if not kept:
+        stage.note = (f"no chunk reaches cosine similarity {options.dense_threshold}" if rows
+                      else "no embedded chunk" + (" within the filters" if options.filtered else ""))
+    return stage
+
+
 
 
 def fuse(bm25: StageResult, dense: StageResult, options: RetrievalOptions) -> StageResult:

@@ -19,11 +19,11 @@ import pandas as pd
 from forum_atlas.scoring.resolution import UNRESOLVED, Resolutions, resolve
 from forum_atlas.scoring.versions import ScoringRule
 
-SCORE_ROW_COLUMNS = [
+SCORE_ROW_COLUMNS = (
     "forecast_id", "scoring_version", "vintage_id", "status", "outcome", "probability", "brier",
     "target_date", "target_present", "target_value", "reference_date", "reference_present", "reference_value",
     "reason", "log_score", "deadline_vintage_id", "deadline_outcome",
-]
+)
 BINDING_COLUMNS = ["forecast_id", "probability", "series_id", "comparator", "threshold", "reference_date",
                    "target_date", "deadline"]
 
@@ -180,7 +180,7 @@ def score_bindings(bindings: pd.DataFrame, vintages: Mapping[str, VintageData], 
         frames.append(frame[settled])
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SCORE_ROW_COLUMNS})
-    return pd.concat(frames, ignore_index=True)[SCORE_ROW_COLUMNS]
+    return pd.concat(frames, ignore_index=True)[list(SCORE_ROW_COLUMNS)]
 
 
 def reclassified(previous: pd.DataFrame, new_scores: pd.DataFrame) -> list[dict]:

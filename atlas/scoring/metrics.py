@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from forum_atlas.scoring.versions import log_values
+from forum_atlas.scoring import rules
 
 REPORT_BINS = 10
 
@@ -53,7 +53,7 @@ def _arrays(probability, outcome) -> tuple[np.ndarray, np.ndarray]:
 
 def brier_score(probability, outcome) -> float:
     p, o = _arrays(probability, outcome)
-    return float(np.mean((p - o) ** 2))
+    return float(np.mean(rules.brier(p, o)))
 
 
 def skill(brier: float, reference_brier: float) -> float | None:
@@ -65,7 +65,7 @@ def log_skill(log_scores, outcome) -> tuple[float, float | None]:
     forecast for every question, scored the same way."""
     o = np.asarray(outcome, dtype=np.float64)
     mean = float(np.mean(np.asarray(log_scores, dtype=np.float64)))
-    reference = float(np.mean(log_values(np.full(len(o), o.mean()), o)))
+    reference = float(np.mean(rules.log_score(np.full(len(o), o.mean()), o)))
     return mean, skill(mean, reference)
 
 
@@ -154,8 +154,8 @@ def accuracy_metrics(probability, outcome, *, fixed_base_rate: float = 0.5,
     p, o = _arrays(probability, outcome)
     brier = brier_score(p, o)
     base = float(o.mean())
-    ref_clim = float(np.mean((base - o) ** 2))
-    ref_fixed = float(np.mean((fixed_base_rate - o) ** 2))
+    ref_clim = float(np.mean(rules.brier(base, o)))
+    ref_fixed = float(np.mean(rules.brier(fixed_base_rate, o)))
     return AccuracyMetrics(
         n_resolved=len(p), brier=brier, base_rate=base, fixed_base_rate=fixed_base_rate,
         brier_climatology=ref_clim, brier_fixed_base_rate=ref_fixed,

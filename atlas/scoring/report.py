@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
-from forum_atlas.scoring.metrics import AccuracyMetrics
+import pandas as pd
+
+from forum_atlas.scoring.metrics import AccuracyMetrics, accuracy_metrics, log_skill
 from forum_atlas.scoring.reliability import reliability_png
+from forum_atlas.scoring.versions import scoring_rule
 
 # waiting_for_data: bound, deadline passed, and no vintage fetched after the deadline has the dates yet
 # (a failed fetch leaves forecasts here, never unresolvable)
@@ -116,3 +119,44 @@ class AccuracyReport:
             paths["reliability"] = directory / "reliability.png"
             paths["reliability"].write_bytes(reliability_png(self.metrics.decomposition))
         return paths
+
+
+def _deadline_outcome_counts(resolved: pd.DataFrame) -> dict[str, int]:
+    known = resolved["deadline_outcome"].notna()
+    same = known & (resolved["deadline_outcome"] == resolved["outcome"]).fillna(False)
+    return {"same": int(same.sum()), "revised since": int((known & ~same).sum()),
+            "not known at the deadline": int((~known).sum())}
+
+
+@dataclass(frozen=True)
+class AccuracyRows:
+    """What the Accuracy report of one scoring version is composed from, as the store reads it."""
+    scoring_version: str
+    counts: dict[str, int]              # live states (forum.forecast_states)
+    current: pd.DataFrame               # the version's current scores (forum.current_scores)
+    last_bound_at: datetime | None      # issue time of the newest bound forecast
+    summaries: pd.DataFrame             # per version: version, measure, is_default, scored, resolved, mean_score
+
+
+def accuracy_report(rows: AccuracyRows, *, fixed_base_rate: float = 0.5, now: datetime | None = None) -> AccuracyReport:
+    """The Accuracy report of one scoring version (any registered one), with every version's summary beside."""
+    rule = scoring_rule(rows.scoring_version)
+    resolved = rows.current[rows.current["status"] == "resolved"]
+    report = AccuracyReport(scoring_version=rows.scoring_version, generated_at=now or datetime.now(timezone.utc),
+                            counts=rows.counts, last_bound_at=rows.last_bound_at, metrics=None,
+                            measure=rule.measure)
+    if len(resolved):
+        outcome = resolved["outcome"].to_numpy(dtype=float)
+        report.metrics = accuracy_metrics(resolved["probability"].to_numpy(), outcome, fixed_base_rate=fixed_base_rate)
+        if rule.measure == "log":
+            report.log_score, report.log_skill = log_skill(resolved["log_score"].to_numpy(), outcome)
+        if rule.records_deadline_vintage:
+            report.deadline_outcomes = _deadline_outcome_counts(resolved)
+    else:
+        report.notes.append("no bound forecast has resolved yet: Brier and skill are not defined")
+    if report.last_bound_at is None:
+        report.notes.append("no forecast has ever been bound: the binding lane has not issued anything")
+    report.versions = [VersionSummary(r.version, r.measure, bool(r.is_default), int(r.scored), int(r.resolved),
+                                      None if pd.isna(r.mean_score) else float(r.mean_score))
+                       for r in rows.summaries.itertuples()]
+    return report

@@ -6,9 +6,8 @@ version and the state view reads the default version from there, not from a name
 
 - brier-v1: (p − o)² on the newest vintage fetched by the scoring instant (what every score before issue 24
   is; unchanged).
-- log-v1: the logarithmic score −ln(p) when the event happened, −ln(1 − p) when it did not (natural log,
-  nats; lower is better), with p first clipped to [LOG_CLIP, 1 − LOG_CLIP] so that a wrong forecast of
-  exactly 0 or 1 costs −ln(0.001) = 6.908 nats instead of infinity. Same vintage as brier-v1.
+- log-v1: the logarithmic score −ln(p) when the event happened, −ln(1 − p) when it did not, p clipped to
+  [LOG_CLIP, 1 − LOG_CLIP] (`rules.py`, where both formulas are written). Same vintage as brier-v1.
 - brier-v2: brier-v1's score on the vintage current at scoring time, stored beside the vintage that was
   current at the forecast's deadline (the newest full one fetched by then) and the outcome that vintage
   gave, so a revision between the deadline and scoring shows as two different outcomes.
@@ -22,20 +21,11 @@ from typing import Literal
 
 import numpy as np
 
-LOG_CLIP = 0.001
+from forum_atlas.scoring.rules import LOG_CLIP, brier, log_score
 
 Measure = Literal["brier", "log"]
 # the forecast_scores column each measure's value is stored in
 SCORE_COLUMN: dict[str, str] = {"brier": "brier", "log": "log_score"}
-
-
-def brier_values(probability: np.ndarray, outcome: np.ndarray) -> np.ndarray:
-    return (probability - outcome) ** 2
-
-
-def log_values(probability: np.ndarray, outcome: np.ndarray) -> np.ndarray:
-    clipped = np.clip(probability, LOG_CLIP, 1.0 - LOG_CLIP)
-    return -np.log(np.where(outcome == 1, clipped, 1.0 - clipped))
 
 
 @dataclass(frozen=True)
@@ -59,13 +49,13 @@ class ScoringRule:
 
 SCORING_RULES: dict[str, ScoringRule] = {rule.version: rule for rule in (
     ScoringRule("brier-v1", "brier", None, False,
-                "Brier score (p - o)^2 on the newest vintage fetched by the scoring instant", brier_values),
+                "Brier score (p - o)^2 on the newest vintage fetched by the scoring instant", brier),
     ScoringRule("log-v1", "log", LOG_CLIP, False,
                 "logarithmic score -ln(p) if YES, -ln(1 - p) if NO (nats), p clipped to [0.001, 0.999]; "
-                "newest vintage fetched by the scoring instant", log_values),
+                "newest vintage fetched by the scoring instant", log_score),
     ScoringRule("brier-v2", "brier", None, True,
                 "Brier score on the vintage current at scoring time, beside the vintage current at the deadline "
-                "and its outcome (revisions visible)", brier_values),
+                "and its outcome (revisions visible)", brier),
 )}
 # a field of a run form: the UI offers the registered versions as choices
 VersionName = Literal[tuple(SCORING_RULES)]  # type: ignore[valid-type]

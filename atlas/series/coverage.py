@@ -14,10 +14,14 @@ listed but never used as the newest vintage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
 
 from forum_atlas.series.parsing import Observation
+
+if TYPE_CHECKING:
+    from forum_atlas.series.connectors.base import FetchedVintage
 
 _SHOWN = 5
 
@@ -72,3 +76,30 @@ def coverage_error(series_id: str, label: str, lacking: list[date], *, other_lab
         what = (f"{series_id} vintage {label!r} lacks {len(lacking)} date(s) that the previous newest vintage "
                 f"{other_label!r} (#{other_id}) covers: {_dates(lacking)}")
     return VintageCoverageError(f"{what}; {_ADVICE}", lacking)
+
+
+def check_coverage(fetched: FetchedVintage, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> None:
+    """FC-10: refuse a full vintage that lacks a date of the full vintage before it (by fetched_at), or
+    lacks a date the full vintage after it holds from the new one's first date to the last one published
+    when it was fetched (`published_by`), or has a date the full vintage after it lacks. `before` and `after` are
+    those neighbours (vintage_id, label, fetched_at and their observation `dates`), None where there is none. The
+    database checks the same at commit (sql/031_vintage_coverage.sql); this is the same rule, with the readable
+    message."""
+    observations = fetched.series.observations
+    if before is not None:
+        lacking = uncovered_dates(before["dates"], observations)
+        if lacking:
+            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=before["label"],
+                                 other_id=before["vintage_id"])
+    if after is not None:
+        later_dates = sorted(after["dates"])
+        first, last = observations[0].observation_date, observations[-1].observation_date
+        through = max(last, published_by(later_dates, after["fetched_at"], fetched.fetched_at) or last)
+        lacking = uncovered_dates([d for d in later_dates if first <= d <= through], observations)
+        if lacking:
+            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
+                                 other_id=after["vintage_id"], through=through)
+        lacking = uncovered_dates([o.observation_date for o in observations], later_dates)
+        if lacking:
+            raise coverage_error(fetched.series_id, fetched.label, lacking, other_label=after["label"],
+                                 other_id=after["vintage_id"], later=True)

@@ -147,11 +147,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from forum_atlas.store.briefs import verify_report
+    from forum_atlas.deliberation.verify import verify_report
+    from forum_atlas.store.briefs import stored_brief
     from forum_atlas.store.db import Database
 
     with Database.open() as db:
-        report = verify_report(db, args.brief_id)
+        report = verify_report(stored_brief(db, args.brief_id))
     sealed = f"sealed under verbatim rule {report.rule}, support rules {report.grounding or 'not recorded'}"
     for note in report.notes:
         print(f"NOTE  {note}")

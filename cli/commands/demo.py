@@ -56,7 +56,8 @@ def _run(report_dir: Path) -> int:
     from forum_atlas.deliberation.render import render_html, render_text
     from forum_atlas.flows.forecast import ForecastRequest, forecast
     from forum_atlas.flows.ingest import SourceParams
-    from forum_atlas.store.briefs import load_brief, verify_brief
+    from forum_atlas.deliberation.verify import verify_brief
+    from forum_atlas.store.briefs import load_brief, stored_brief
     from forum_atlas.store.db import Database
 
     sample = data_file("sample", "scifact_sample.jsonl")
@@ -81,7 +82,7 @@ def _run(report_dir: Path) -> int:
     brief_id = run_ask(BRIEF_QUESTION)
     with Database.open() as db:
         view = load_brief(db, brief_id)
-        problems = verify_brief(db, brief_id)
+        problems = verify_brief(stored_brief(db, brief_id))
     print(render_text(view))
     html = report_dir / f"brief-{brief_id}.html"
     html.write_text(render_html(view), encoding="utf-8")

@@ -1,6 +1,6 @@
 """`atlas forecast …`, `atlas series …`, `atlas score …`, `atlas accuracy`.
 
-Commands that run a flow (forecast ask/lane/demo, score nightly/backfill) import Prefect inside
+Commands that run a flow (forecast ask/demo, score nightly/backfill) import Prefect inside
 their handler; series load/list/register, forecast show/backtest and accuracy run without Prefect
 (the `backtest-forecasts` deployment runs the same backtest as a flow).
 """
@@ -18,7 +18,8 @@ from forum_atlas.series.parsing import FREQUENCIES
 
 
 def register(groups: argparse._SubParsersAction) -> None:
-    fc = groups.add_parser("forecast", help="forecasts: ask directly (unbound), run the binding lane, show")
+    fc = groups.add_parser("forecast", help="forecasts: ask directly (unbound), show, backtest, demo "
+                                                "(the binding lane: atlas lane)")
     fc_sub = fc.add_subparsers(dest="forecast_command", required=True)
     ask = fc_sub.add_parser("ask", help="a direct forecast (published, never bound, so unscoreable)")
     ask.add_argument("question")
@@ -29,10 +30,6 @@ def register(groups: argparse._SubParsersAction) -> None:
     ask.add_argument("--seed", type=int)
     ask.add_argument("--json", action="store_true")
     ask.set_defaults(handler=_ask)
-    lane = fc_sub.add_parser("lane", help="run the binding lane once (the scheduled deployment ships paused)")
-    lane.add_argument("--questions", type=Path, help="question file (default data/forecast_lane.json)")
-    lane.add_argument("--as-of", type=instant, help="issue time (default now)")
-    lane.set_defaults(handler=_lane)
     show = fc_sub.add_parser("show", help="a forecast, its binding, live state and every score version")
     show.add_argument("forecast_id", type=int)
     show.set_defaults(handler=_show)
@@ -47,8 +44,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     against = backtest.add_mutually_exclusive_group()
     against.add_argument("--threshold", type=float, help="compare the target with this fixed value")
     against.add_argument("--against-origin", action="store_true", help="compare with the origin's value (default)")
-    backtest.add_argument("--rule", choices=["v7", "v6", "v5", "v4", "v3", "v2", "v1"], default="v4",
-                          help="v4: the lane's rule (issue 27); v7: issue 41's earned departure; v6, v5: candidates "
+    backtest.add_argument("--rule", choices=["v8", "v7", "v6", "v5", "v4", "v3", "v2", "v1"], default="v4",
+                          help="v4: the lane's rule (issue 27); v7, v8: issue 41's earned departures; v6, v5: candidates "
                                "not adopted; v3, v2, v1: the rules it replaced")
     backtest.add_argument("--column", help="column of a year/quarter table (default realgdp)")
     backtest.add_argument("--vintage", type=int, help="stored vintage id when the source is a series id")
@@ -124,17 +121,6 @@ def _ask(args: argparse.Namespace) -> int:
           f"forecast {summary['forecast_id']} ({summary['state']}): p = {summary['probability']:.4f}, "
           f"interval [{summary['interval'][0]:.4f}, {summary['interval'][1]:.4f}] "
           f"ci_basis: {summary['ci_basis']}\n{summary['interval_wording']}")
-    return 0
-
-
-def _lane(args: argparse.Namespace) -> int:
-    from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
-
-    results = bind_forecasts(LaneParameters(question_file=str(args.questions) if args.questions else None,
-                                            as_of=args.as_of))
-    print(table(["key", "status", "forecast", "probability", "deadline"],
-                [(r["key"], r["status"], r.get("forecast_id"), r.get("probability"), r.get("deadline"))
-                 for r in results]))
     return 0
 
 
@@ -222,12 +208,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _series_load(args: argparse.Namespace) -> int:
+    from forum_atlas.series.connectors.file import read_series_files
+    from forum_atlas.series.coverage import check_coverage
     from forum_atlas.store.db import Database
-    from forum_atlas.store.forecasts import load_series_files
+    from forum_atlas.store.forecasts import load_vintages
 
+    fetched = read_series_files(args.paths, label=args.label, fetched_at=args.fetched_at)
     with Database.open() as db:
-        results = load_series_files(db, args.paths, fetched_at=args.fetched_at, label=args.label,
-                                    partial=args.partial)
+        results = load_vintages(db, fetched, check_coverage=check_coverage, partial=args.partial)
     print(table(["series", "vintage", "id", "stored", "rows", "missing", "content hash", "kind", "fetched at"],
                 [(r["series_id"], r["label"], r["vintage_id"], "new" if r["created"] else "already stored",
                   r["rows"], r["missing"], r["content_hash"][:12], "partial" if r["partial"] else "full",
@@ -265,12 +253,12 @@ def _series_register(args: argparse.Namespace) -> int:
 
 def _series_registry(args: argparse.Namespace) -> int:
     from forum_atlas.store.db import Database
-    from forum_atlas.store.forecasts import series_registry
+    from forum_atlas.store.forecasts import registered_series
 
     with Database.open() as db, db.connection() as conn:
-        registry = series_registry(conn)
+        registered = registered_series(conn)
     print(table(["series", "frequency", "units", "publisher", "title"],
-                [(i.series_id, i.frequency, i.units, i.publisher, i.title) for i in registry.values()]))
+                [(i.series_id, i.frequency, i.units, i.publisher, i.title) for i in registered]))
     return 0
 
 
@@ -292,11 +280,12 @@ def _backfill(args: argparse.Namespace) -> int:
 
 
 def _accuracy(args: argparse.Namespace) -> int:
+    from forum_atlas.scoring.report import accuracy_report
     from forum_atlas.store.db import Database
-    from forum_atlas.store.scores import accuracy_report
+    from forum_atlas.store.forecasts import accuracy_rows
 
     with Database.open() as db, db.connection() as conn:
-        report = accuracy_report(conn, fixed_base_rate=args.fixed_base_rate, scoring_version=args.scoring_version)
+        report = accuracy_report(accuracy_rows(conn, args.scoring_version), fixed_base_rate=args.fixed_base_rate)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from forum_atlas.cli.output import table
 from forum_atlas.config import EMBEDDER_NAMES
+from forum_atlas.ingestion.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from forum_atlas.ingestion.sources import SOURCE_DEFAULTS, SOURCE_SCORES, default_source_name
 from forum_atlas.runtime.prefect_api import flow_session
 
@@ -31,8 +32,9 @@ def register(groups: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=["auto", "jsonl", "folder", "beir"], default="auto",
                    help="auto: a folder or a non-JSON file is read as documents (folder)")
     p.add_argument("--batch-size", type=int, default=1000)
-    p.add_argument("--chunk-chars", type=int, default=1200, help="largest chunk, in characters")
-    p.add_argument("--overlap-chars", type=int, default=200, help="whole sentences repeated between chunks, at most this long")
+    p.add_argument("--chunk-chars", type=int, default=DEFAULT_CHUNK_CHARS, help="largest chunk, in characters")
+    p.add_argument("--overlap-chars", type=int, default=DEFAULT_OVERLAP_CHARS,
+                   help="whole sentences repeated between chunks, at most this long")
     p.add_argument("--embedder", choices=EMBEDDER_NAMES, help="default: ATLAS_EMBEDDER, else onnx-minilm")
     p.add_argument("--index-mode", choices=["auto", "incremental", "rebuild"], default="auto",
                    help="auto rebuilds the HNSW index after the load when that is cheaper than inserting into it")

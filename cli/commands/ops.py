@@ -39,8 +39,13 @@ def _settings():
 
 def _up(args: argparse.Namespace) -> int:
     from forum_atlas.runtime import ops_stack
+    from forum_atlas.store.db import Database
 
-    stack, done = ops_stack.up(_settings(), port=args.port, deploy=not args.no_deploy)
+    settings = _settings()
+    stack, done = ops_stack.up(settings, port=args.port, deploy=not args.no_deploy)
+    if not settings.database_url:
+        # the stack's holder keeps the embedded PostgreSQL up: pending migrations are applied now, not by a first run
+        Database.open(settings).close()
     for line in done:
         print(line)
     _print(stack)
@@ -57,14 +62,14 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from forum_atlas.runtime import ops_stack
+    from forum_atlas.runtime import stack_state
 
-    stack = ops_stack.read_stack(_settings())
+    stack = stack_state.read_stack(_settings())
     if stack is None:
         print("not running (atlas ops up starts it)")
         return 1
     _print(stack)
-    return 0 if all(ops_stack.alive(pid) for pid in stack.pids.values()) else 1
+    return 0 if all(stack_state.alive(pid) for pid in stack.pids.values()) else 1
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -96,7 +101,7 @@ def _alerts(args: argparse.Namespace) -> int:
 
 
 def _print(stack) -> None:
-    from forum_atlas.runtime.ops_stack import alive
+    from forum_atlas.runtime.stack_state import alive
 
     print(f"Prefect UI  {stack.ui_url}\nAPI         {stack.api_url}\nlogs        {stack.logs}")
     print(table(["process", "pid", "state"], [(role, pid, "running" if alive(pid) else "stopped")

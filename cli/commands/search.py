@@ -37,12 +37,14 @@ def run_search(query: str, *, top_k: int = 5, rrf_k: int = 50, sectors: list[str
     from forum_atlas.config import settings_from_env
     from forum_atlas.retrieval.model import RetrievalOptions
     from forum_atlas.retrieval.pipeline import retrieve
-    from forum_atlas.store.retrieval import Retriever
+    from forum_atlas.retrieval.retriever import Retriever
+    from forum_atlas.store.db import shared_database
+    from forum_atlas.store.retrieval import StoredCorpus
 
     settings = settings_from_env().with_overrides(embedder=embedder, reranker=reranker)
     options = RetrievalOptions(top_k=top_k, rrf_k=rrf_k, sectors=tuple(sectors) if sectors else None,
                                published_after=since, published_before=until)
-    return retrieve(Retriever.from_settings(settings), query, options)
+    return retrieve(Retriever.from_settings(settings, StoredCorpus(shared_database(settings))), query, options)
 
 
 def print_result(result) -> None:

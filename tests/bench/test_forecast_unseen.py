@@ -15,7 +15,9 @@ from bench.forecast_unseen import (
     exact_forecaster_misses,
     exact_forecaster_shares,
     issue_41_tally,
+    main,
     read_gz_series,
+    read_market_index,
 )
 
 
@@ -95,3 +97,24 @@ def test_issue_41_asks_7_of_8_blocks_for_skill_vs_half_and_the_ece_bound_and_a_m
     # the base-rate criterion is the mean over the blocks: one large loss outweighs small gains
     assert not issue_41_tally([cell(base=-0.08), *[cell(base=0.01)] * 7])["met"]
     assert issue_41_tally([cell(base=-0.05), *[cell(base=0.01)] * 7])["met"]
+    # other block counts (--design) ask the same share, rounded up: 12 of 13
+    assert not issue_41_tally([cell(half=-0.01)] * 2 + [cell()] * 11)["met"]
+    assert issue_41_tally([cell(calibrated=False)] + [cell()] * 12)["met"]
+
+
+def test_issue_41_only_refuses_a_rule_it_does_not_know_before_reading_any_file(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["forecast_unseen", "--issue-41-only", "--rules", "v8,v9"])
+    monkeypatch.setattr("bench.forecast_unseen.arch_data_dir", lambda: pytest.fail("read files for a bad --rules"))
+    with pytest.raises(SystemExit):
+        main()
+    assert "--rules: v9 not among v8, v7" in capsys.readouterr().err
+
+
+def test_the_market_index_compounds_the_monthly_returns_and_a_bad_row_is_refused_naming_its_line(tmp_path):
+    good = _write(tmp_path / "ff.csv.gz", "Date,Mkt-RF,SMB,HML,RF\n192607,2.96,-2.3,-2.87,0.04\n192608,-1.0,1,1,0.0\n")
+    series = read_market_index(good)
+    assert series.frequency == "monthly" and str(series.view.dates[1]) == "1926-08-01"
+    np.testing.assert_allclose(series.view.values, [100 * 1.03, 100 * 1.03 * 0.99])
+    bad = _write(tmp_path / "bad.csv.gz", "Date,Mkt-RF,SMB,HML,RF\n192607,2.96,0,0,0.04\n1926-8,1.0,0,0,0.0\n")
+    with pytest.raises(DataFileError, match="line 3"):
+        read_market_index(bad)

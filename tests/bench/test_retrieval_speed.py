@@ -61,13 +61,14 @@ def test_a_stored_corpus_that_is_not_a_prefix_is_refused(database_url, tmp_path)
     from forum_atlas.config import Settings
     from forum_atlas.embeddings import make_embedder
     from forum_atlas.ingestion.preparation import prepare
+    from forum_atlas.ingestion.records import source_conflict
     from forum_atlas.store.db import Database
     from forum_atlas.store.documents import write_batch
 
     retrieval_speed.load_corpus(database_url, 60, tmp_path / "state.json")
     with Database.open(Settings(database_url=database_url)) as db:
         stray = next(SyntheticCorpus(1000).records(10, start=900, stop=901))   # syn-900: a gap after syn-59
-        write_batch(db, stray, prepare(stray, make_embedder("hashed"), WHOLE_DOCUMENT))
+        write_batch(db, stray, prepare(stray, make_embedder("hashed"), WHOLE_DOCUMENT), source_conflict)
         with pytest.raises(RuntimeError, match="prefix"):
             retrieval_speed.stored_documents(db)
 

@@ -82,7 +82,8 @@ def test_ask_with_gather_runs_the_gather_first_and_names_the_retracted_source(
     """`atlas ask --gather`: Crossref (replaying a real record that carries `updated-by` retraction)
     returns the retracted paper; the brief records the gather run in its sealed snapshot and says
     why the paper its retrieval would have matched is absent."""
-    from forum_atlas.store.briefs import load_snapshot, verify_brief
+    from forum_atlas.deliberation.verify import verify_brief
+    from forum_atlas.store.briefs import load_snapshot, stored_brief
     from tests.atlas.evidence.replay import body
     from tests.support.wire import Reply, WireServer
 
@@ -108,4 +109,4 @@ def test_ask_with_gather_runs_the_gather_first_and_names_the_retracted_source(
     assert [s["source"] for s in gathering["plan"]["steps"]] == ["crossref"]
     assert [o["outcome"] for o in gathering["outcomes"]] == ["ok(1)"]
     assert crossref.url in gathering["source_versions"]["crossref"]["version"]
-    assert verify_brief(db, brief_id) == []
+    assert verify_brief(stored_brief(db, brief_id)) == []

@@ -123,14 +123,14 @@ def test_audit_verify_names_a_chunk_edited_behind_the_triggers(db, monkeypatch, 
 
     from forum_atlas.embeddings import HashedEmbedder
     from forum_atlas.ingestion.preparation import prepare
-    from forum_atlas.ingestion.records import Record, SourceInfo
+    from forum_atlas.ingestion.records import Record, SourceInfo, source_conflict
     from forum_atlas.store.documents import write_batch
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", database_url)
     source = SourceInfo("Gazette", 5, 4, "OGL-3.0", "https://gazette.example", "energy")
     records = [Record(external_id=str(i), title=f"T{i}", text=f"Grid demand rose by {i} percent.", source=source,
                       sector="energy") for i in range(3)]
-    write_batch(db, records, prepare(records, HashedEmbedder(dim=32)))
+    write_batch(db, records, prepare(records, HashedEmbedder(dim=32)), source_conflict)
     assert main(["audit", "verify"]) == 0
     assert "content digests: 6 rows of 13 tables, recomputed outside the database, match" in capsys.readouterr().out
     with psycopg.connect(database_url, autocommit=True) as conn:

@@ -6,6 +6,7 @@ import json
 
 from forum_atlas.store import forecasts as repo
 from tests.support.cli import run_cli_without_prefect
+from tests.support.series import load_series_files
 
 
 def test_backtest_prints_the_same_numbers_twice_without_prefect(database_url, tmp_path, shared_data):
@@ -42,7 +43,7 @@ def test_backtest_prints_the_same_numbers_twice_without_prefect(database_url, tm
 
 
 def test_backtest_of_a_stored_series_and_of_an_unknown_id(db, database_url, tmp_path, shared_data):
-    repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv"])
     stored = run_cli_without_prefect(database_url, tmp_path, "forecast", "backtest", "UNRATE", "--horizon", "1",
                                      "--json")
     assert stored.returncode == 0, stored.stderr

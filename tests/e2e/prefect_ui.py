@@ -84,6 +84,13 @@ def deployment_link(page: Page, name: str) -> Locator:
     return page.locator(f'a.deployment-list__name[title="{name}"]')
 
 
+def daily_schedule_text(cron: str) -> str:
+    """How the UI (cronstrue) writes a daily cron "M H * * *": "At 02:30 AM every day"."""
+    minute, hour, *every = cron.split()
+    assert every == ["*", "*", "*"], f"{cron!r} is not a daily cron"
+    return f"At {int(hour) % 12 or 12:02d}:{int(minute):02d} {'AM' if int(hour) < 12 else 'PM'} every day"
+
+
 def schedule_switch(page: Page, schedule_text: str) -> Locator:
     """The on/off switch of a deployment's schedule card (the deployment page's side panel)."""
     card = page.locator(".deployment-schedule-card").filter(has_text=schedule_text)

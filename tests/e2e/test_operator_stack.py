@@ -53,14 +53,24 @@ from forum_atlas.cli.main import main
 from forum_atlas.config import Settings, settings_from_env
 from forum_atlas.forecasting.lane import LaneQuestion, load_questions, shift_months
 from forum_atlas.resources import data_file
-from forum_atlas.runtime import ops_stack
+from forum_atlas.runtime import ops_stack, stack_state
 from forum_atlas.runtime.pgserver import stop_embedded
+from forum_atlas.runtime.schedules import shipped_schedules
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
 from forum_atlas.tasks.forecasting import issue_bound_forecast
 from tests.e2e.fred_standin import FredCsvStandIn
-from tests.e2e.prefect_ui import Screenshots, chromium_or_skip, deployment_link, form_property, schedule_switch, ui_page
+from tests.e2e.prefect_ui import (
+    Screenshots,
+    chromium_or_skip,
+    daily_schedule_text,
+    deployment_link,
+    form_property,
+    schedule_switch,
+    ui_page,
+)
 from tests.support.processes import children, with_descendants
+from tests.support.series import load_series_files
 from tests.support.wire import Reply, WireServer
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -88,7 +98,7 @@ def alerts():
 @dataclass
 class OperatorStack:
     settings: Settings
-    stack: ops_stack.Stack
+    stack: stack_state.Stack
     up_printed: str
 
 
@@ -120,7 +130,7 @@ def operator(tmp_path_factory, fred, alerts):
             with redirect_stdout(printed):
                 exit_code = main(["ops", "up"])
             assert exit_code == 0, printed.getvalue()
-            stack = ops_stack.read_stack(settings)
+            stack = stack_state.read_stack(settings)
             # for `atlas lane …` in this process: the variable for its check, the settings for Prefect's client
             # (which read the environment once, at import)
             env.setenv("PREFECT_API_URL", stack.api_url)
@@ -145,14 +155,14 @@ def stack(operator):
 def test_ops_up_prints_the_stack_and_up_again_is_a_no_op(operator, capsys):
     stack = operator.stack
     assert set(stack.pids) == {"prefect-db", "database", "server", "worker", "janitor"}
-    assert all(map(ops_stack.alive, stack.pids.values())) and stack.prefect_database == "managed"
+    assert all(map(stack_state.alive, stack.pids.values())) and stack.prefect_database == "managed"
     assert f"Prefect UI  {stack.ui_url}" in operator.up_printed and stack.api_url.startswith("http://127.0.0.1:")
     # deploy's own lines: the alert it declared (or why not), the crash detection
     assert f"alert declared: {ops_stack.ALERT_AUTOMATION} → block {ops_stack.ALERT_BLOCK}" in operator.up_printed
     assert f"crash detection declared: {ops_stack.CRASH_AUTOMATION}: a run silent for {CRASH_AFTER_S} s" in \
         operator.up_printed
     assert main(["ops", "up"]) == 0, "up again is a no-op"
-    assert ops_stack.read_stack(operator.settings).pids == stack.pids
+    assert stack_state.read_stack(operator.settings).pids == stack.pids
     again = capsys.readouterr().out
     assert f"Prefect UI  {stack.ui_url}" in again
     assert "deployments unchanged since the last deploy (prefect.yaml, flows/): not redeployed" in again
@@ -183,16 +193,19 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
     shots = Screenshots(tmp_path / "browser")
     report_dir = tmp_path / "typed-in-the-form"
     deployments = f"{stack.ui_url}/deployments"
+    shipped = shipped_schedules(Path(stack.project_dir) / "prefect.yaml")
+    lane_text, nightly_text = (daily_schedule_text(shipped[name][0]["cron"]) for name in ("bind-forecasts",
+                                                                                          "score-accuracy"))
     with ui_page(chromium, shots) as page:
         page.goto(deployments)
         for name in ("bind-forecasts", "score-accuracy", "backfill-scores", "ingest"):
             deployment_link(page, name).wait_for()
-        page.get_by_text("At 06:00 AM every day").wait_for()
-        page.get_by_text("At 02:30 AM every day").wait_for()
+        page.get_by_text(lane_text).wait_for()
+        page.get_by_text(nightly_text).wait_for()
         shots.take(page, "deployments")
 
         deployment_link(page, "score-accuracy").click()
-        nightly = schedule_switch(page, "At 02:30 AM every day")
+        nightly = schedule_switch(page, nightly_text)
         nightly.wait_for()
         assert nightly.get_attribute("aria-checked") == "true", "the nightly schedule is active"
         shots.take(page, "nightly-schedule")
@@ -224,7 +237,7 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
         # while the worker runs it
         page.goto(deployments)
         deployment_link(page, "bind-forecasts").click()
-        lane = schedule_switch(page, "At 06:00 AM every day")
+        lane = schedule_switch(page, lane_text)
         lane.wait_for()
         assert lane.get_attribute("aria-checked") == "false", "the lane ships paused"
         shots.take(page, "lane-paused")
@@ -249,7 +262,7 @@ def test_the_prefect_ui_in_a_real_browser(stack, tmp_path):
     assert all(shot.stat().st_size > 10_000 for shot in shots.taken), "a blank page makes a tiny PNG"
 
 
-def _api(stack: ops_stack.Stack, method: str, path: str, **body) -> httpx.Response:
+def _api(stack: stack_state.Stack, method: str, path: str, **body) -> httpx.Response:
     # the server answers 503 while its SQLite database is busy; Prefect's own client retries those too
     for attempt in range(10):
         response = httpx.request(method, f"{stack.api_url}{path}", json=body or None, timeout=30)
@@ -302,7 +315,7 @@ def _artifacts(stack, run_id: str) -> dict[str, dict]:
 def _seed_due_bindings(db, shared_data) -> list[str]:
     """Forecasts the lane bound in April 2025 on that month's downloads: long past their deadline now."""
     issued = datetime(2025, 4, 15, tzinfo=timezone.utc)
-    repo.load_series_files(db, [shared_data / "series" / f"{sid}__fred_vintage_2025-04.csv"
+    load_series_files(db, [shared_data / "series" / f"{sid}__fred_vintage_2025-04.csv"
                                 for sid in ("UNRATE", "CPIAUCSL")])
     shipped = [q for q in load_questions(data_file("forecast_lane.json")) if q.series_id in ("UNRATE", "CPIAUCSL")]
     return [issue_bound_forecast(db, spec, issued, run_id=None, seed=1)["key"] for spec in shipped]
@@ -396,7 +409,7 @@ def test_an_offline_nightly_leaves_due_forecasts_pending_alerts_and_a_later_one_
     # UNRATE as FRED gives it today (its newest month two months back), fetched two minutes ago
     download = tmp_path / "UNRATE.csv"
     download.write_text(fred.answer("UNRATE"), encoding="utf-8")
-    repo.load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
+    load_series_files(db, [download], fetched_at=now - timedelta(minutes=2))
     unpublished = shift_months(now.date().replace(day=1), -1)
     question = LaneQuestion(key="e2e-unrate-offline", series_id="UNRATE", comparator=">", reference="previous",
                             target_date=unpublished, deadline=now)
@@ -525,9 +538,9 @@ def test_a_killed_workers_run_is_crashed_then_ops_up_and_retry_complete_it_witho
     # `ops up` starts only the dead worker, beside the same server
     capsys.readouterr()
     assert main(["ops", "up"]) == 0
-    restarted = ops_stack.read_stack(operator.settings)
+    restarted = stack_state.read_stack(operator.settings)
     assert restarted.api_url == stack.api_url and restarted.pids["server"] == stack.pids["server"]
-    assert restarted.pids["worker"] != worker and ops_stack.alive(restarted.pids["worker"])
+    assert restarted.pids["worker"] != worker and stack_state.alive(restarted.pids["worker"])
     assert f"restarted: worker (pid {restarted.pids['worker']}); the server stays at {stack.api_url}" in \
         capsys.readouterr().out
     stack.pids["worker"] = restarted.pids["worker"]   # for `ops down` at the end
@@ -560,7 +573,7 @@ def test_a_killed_deliberation_crashes_and_alerts_and_a_brief_is_found_by_its_sl
         assert time.monotonic() < deadline, "the run never started"
         time.sleep(0.3)
     # the process worker runs each flow run in a child process whose environment names the run
-    worker = ops_stack.read_stack(settings_from_env()).pids["worker"]
+    worker = stack_state.read_stack(settings_from_env()).pids["worker"]
     [run_process] = [pid for pid in children(worker)
                      if f"PREFECT__FLOW_RUN_ID={killed}".encode() in Path(f"/proc/{pid}/environ").read_bytes()]
     _kill_with_descendants(run_process)
@@ -590,7 +603,7 @@ def test_ops_down_stops_every_process_and_status_says_so(operator, capsys):
     stop_embedded(pgdata)
     assert main(["ops", "down"]) == 0
     assert "stopped: janitor, worker, server, database, prefect-db" in capsys.readouterr().out
-    assert not [role for role, pid in pids.items() if ops_stack.alive(pid)], "a process of the stack outlived it"
+    assert not [role for role, pid in pids.items() if stack_state.alive(pid)], "a process of the stack outlived it"
     assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL outlived the stack"
-    assert ops_stack.read_stack(operator.settings) is None
+    assert stack_state.read_stack(operator.settings) is None
     assert main(["ops", "status"]) == 1

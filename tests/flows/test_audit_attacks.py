@@ -14,6 +14,7 @@ import pytest
 from forum_atlas.cli.main import main
 from forum_atlas.deliberation.model import INFERRED, SOURCED
 from forum_atlas.deliberation.render import SELF_VERIFIED_STATEMENT, render_text
+from forum_atlas.deliberation.verify import verify_brief
 from forum_atlas.flows.deliberate import deliberation
 from forum_atlas.store import briefs
 from forum_atlas.tasks.deliberation import PLAIN_CALLS, DeliberationParameters
@@ -40,7 +41,7 @@ def test_every_attack_is_downgraded_or_refused_and_the_controls_pass(hostile, db
     assert [(o.attack.name, o.observed, o.reason) for o in outcomes if not o.held] == []
     # every brief that was written verifies under the rule that sealed it
     for o in outcomes:
-        assert briefs.verify_brief(db, o.brief_id) == [], o.attack.name
+        assert verify_brief(briefs.stored_brief(db, o.brief_id)) == [], o.attack.name
 
 
 def _verifier_calls(model: HostileModel) -> int:

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
-    CallRecord,
     ClaimDraft,
     DraftReply,
     DraftRequest,
@@ -18,6 +18,7 @@ from forum_atlas.deliberation.model import (
 )
 from forum_atlas.deliberation.quotes import quote_in_passage
 from forum_atlas.deliberation.render import render_html
+from forum_atlas.deliberation.verify import verify_brief
 from forum_atlas.store import briefs
 from forum_atlas.store.db import Database
 from tests.support.corpus import ingest, record
@@ -77,7 +78,7 @@ def test_offline_engine_writes_an_extractive_brief_that_verifies(prefect_env, at
     for label in {c.label for c in cited}:
         assert page.count(f'<span class="label">{label}</span>') == 1
     assert out["sourced_verified"] == view.audit.sourced_verified and view.audit.downgraded == 0
-    assert briefs.verify_brief(corpus, out["brief_id"]) == []
+    assert verify_brief(briefs.stored_brief(corpus, out["brief_id"])) == []
     persisted = events(corpus, "BRIEF_PERSISTED")
     assert persisted[-1]["seal"] == view.seal
     with corpus.connection() as conn:  # AUD-4: every provider or model call, retrieval's included
@@ -230,7 +231,7 @@ def test_every_false_citation_is_downgraded_and_the_retry_is_published(prefect_e
     (synthesis_input,) = fabricator.syntheses
     assert not {f.claim.text for f in synthesis_input.findings} & set(EXPECTED_DOWNGRADES)
     assert out["downgraded"] == 5 and out["retried"] == 1 and out["sourced_verified"] == 3
-    assert briefs.verify_brief(corpus, out["brief_id"]) == []
+    assert verify_brief(briefs.stored_brief(corpus, out["brief_id"])) == []
 
 
 def _settled_task_runs(flow_run_id, within_s: float = 60.0) -> list[str]:
@@ -331,7 +332,7 @@ def test_openai_engine_end_to_end_retries_strictly_and_leaks_no_personal_data(pr
     (synthesised,) = view.synthesis.claims
     assert (synthesised.tag, synthesised.failed) == (INFERRED, "claim_not_covered") and "fifth" in synthesised.detail
     assert out["downgraded"] == 2 and out["retried"] == 1
-    assert briefs.verify_brief(corpus, out["brief_id"]) == []
+    assert verify_brief(briefs.stored_brief(corpus, out["brief_id"])) == []
     with corpus.connection() as conn:
         calls = conn.execute("SELECT stage, outcome, prompt_hash, flow_run_id, task_run_id FROM forum.provider_calls "
                              "WHERE brief_id = %s ORDER BY call_id", (out["brief_id"],)).fetchall()

@@ -14,6 +14,7 @@ import pytest
 
 from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.config import Settings
+from forum_atlas.deliberation.verify import verify_brief
 from forum_atlas.flows.deliberate import DeliberationParameters
 from forum_atlas.flows.deliberate_batch import deliberate_batch
 from forum_atlas.runtime import pgserver
@@ -74,7 +75,7 @@ def test_a_batch_on_a_dask_local_cluster_writes_the_briefs_the_thread_runner_wri
         expected, actual = briefs.load_brief(corpus, single), briefs.load_brief(corpus, dask)
         assert expected.question == actual.question == question
         assert _content(asdict(actual)) == _content(asdict(expected)), question
-        assert briefs.verify_brief(corpus, dask) == [] and briefs.verify_brief(corpus, single) == []
+        assert verify_brief(briefs.stored_brief(corpus, dask)) == [] and verify_brief(briefs.stored_brief(corpus, single)) == []
         assert actual.seal != expected.seal and actual.flow_run_id != expected.flow_run_id
     assert sum(row["sourced_verified"] for row in on_dask["results"]) > 0   # the briefs cite the corpus
 
@@ -96,7 +97,7 @@ def test_a_question_that_fails_in_a_worker_loses_none_of_the_others(prefect_env,
     with Database.open(Settings(data_dir=embedded_home), migrate=False) as db:
         for row in (table[0], table[2]):
             assert briefs.load_brief(db, row["brief"]).question == row["question"]   # an empty corpus: insufficient
-            assert briefs.verify_brief(db, row["brief"]) == []
+            assert verify_brief(briefs.stored_brief(db, row["brief"])) == []
     # The workers were handed the server's URL (settings without one would have each worker start or join a
     # server of its own, which on another machine is another, empty database).
     assert any(name.startswith("database-for-workers") for name in _task_run_names(state.state_details.flow_run_id))

@@ -13,6 +13,8 @@ from forum_atlas.forecasting.adaptive import ADAPTIVE_RULE_VERSION
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
 from forum_atlas.store import forecasts as repo
+from forum_atlas.tasks.forecasting import series_registry
+from tests.support.series import load_series_files
 
 REPO = Path(__file__).resolve().parents[2]
 UTC = timezone.utc
@@ -87,7 +89,7 @@ def test_paused_lane_binds_nothing_until_resumed(prefect_env, atlas_env, db, sha
 
     from forum_atlas.flows.bind_forecasts import bind_forecasts
 
-    repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
     shipped = _deployment("bind-forecasts")["initial_schedules"][0]
     params = {"params": {"as_of": "2025-04-15T00:00:00+00:00", "questions": [
         {"key": "lane-unrate", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}]}}
@@ -124,7 +126,7 @@ def test_lane_with_one_bad_question_binds_nothing(prefect_env, atlas_env, db, sh
     from forum_atlas.flows.bind_forecasts import LaneParameters, bind_forecasts
     from forum_atlas.forecasting.binding import BindingError
 
-    repo.load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [shared_data / "series" / "UNRATE__fred_vintage_2025-04.csv"])
     good = {"key": "ok", "series_id": "UNRATE", "comparator": ">", "reference": "previous"}
     bad = {"key": "late", "series_id": "UNRATE", "comparator": ">", "threshold": 4.0,
            "target_date": "2025-05-01", "deadline": "2025-04-01T00:00:00Z"}
@@ -220,7 +222,7 @@ def test_backtest_flow_on_a_stored_vintage_and_on_a_file_publishes_the_reliabili
     from forum_atlas.flows.backtest_forecasts import BacktestParameters, backtest_forecasts
 
     unrate = shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv"
-    repo.load_series_files(db, [unrate])
+    load_series_files(db, [unrate])
     stored = backtest_forecasts(BacktestParameters(source="UNRATE", horizon="1m", out_dir=str(tmp_path)))
     from_file = backtest_forecasts(BacktestParameters(source=str(unrate), horizon="1m"))
     assert stored["source"] == "UNRATE vintage 2026-03 (#1)" and from_file["source"] == unrate.name
@@ -244,7 +246,7 @@ def test_the_shipped_lane_questions_are_relative_to_the_run_and_name_only_fetcha
 
     questions = load_questions(data_file("forecast_lane.json"))
     with db.connection() as conn:
-        registry = repo.series_registry(conn)
+        registry = series_registry(conn)
     assert questions and all(q.target_date is None and q.deadline is None for q in questions)
     assert {registry.info(q.series_id).frequency for q in questions} <= {"monthly", "quarterly"}
 
@@ -302,12 +304,12 @@ def test_the_backfill_deployment_s_quick_run_scores_every_due_forecast_lacking_t
     from forum_atlas.tasks.forecasting import issue_bound_forecast
 
     series = shared_data / "series"
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     issued = issue_bound_forecast(db, LaneQuestion(key="unrate-dec", series_id="UNRATE", comparator=">",
                                                    reference="previous", target_date=date(2025, 12, 1),
                                                    deadline=datetime(2026, 2, 1, tzinfo=UTC)),
                                   datetime(2025, 4, 15, tzinfo=UTC), None, seed=3)
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
     assert backfill_scores(BackfillParameters(deadline_from=date(2025, 1, 1), deadline_to=date(2026, 1, 1)))["due"] == 0
     quick = backfill_scores(**backfill_scores.validate_parameters(_deployment("backfill-scores").get("parameters") or {}))
     again = backfill_scores()

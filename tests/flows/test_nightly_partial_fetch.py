@@ -2,6 +2,7 @@
 kept as partial — never used for resolution — and the run completes on the vintage it had."""
 
 from forum_atlas.store import forecasts as repo
+from tests.support.series import load_series_files
 
 
 def test_a_truncated_nightly_fetch_is_stored_as_partial_and_the_run_completes(
@@ -13,7 +14,7 @@ def test_a_truncated_nightly_fetch_is_stored_as_partial_and_the_run_completes(
     monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("FRED_API_KEY", raising=False)
     full = shared_data / "series" / "UNRATE__fred_vintage_2026-03.csv"
-    repo.load_series_files(db, [full])
+    load_series_files(db, [full])
     truncated = "observation_date,UNRATE\n2020-01-01,3.5\n"
     with WireServer() as srv:
         srv.queue("/graph/fredgraph.csv", Reply(200, truncated, headers={"Content-Type": "text/csv"}))
@@ -41,7 +42,7 @@ def test_a_live_nightly_run_fetches_the_series_with_due_bindings_and_offline_sco
     monkeypatch.setenv("ATLAS_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("FRED_API_KEY", raising=False)
     monkeypatch.setenv("ATLAS_FRED_CSV_BASE", f"http://127.0.0.1:{free_port()}")   # nothing listens there
-    repo.load_series_files(db, [shared_data / "series" / f"UNRATE__fred_vintage_{month}.csv"
+    load_series_files(db, [shared_data / "series" / f"UNRATE__fred_vintage_{month}.csv"
                                 for month in ("2025-04", "2026-03")])
     question = LaneQuestion(key="unrate-up", series_id="UNRATE", comparator=">", reference="previous",
                             target_date="2025-06-01", deadline="2025-08-01T00:00:00Z")

@@ -4,7 +4,6 @@ from prefect import flow
 
 from forum_atlas.retrieval.model import RetrievalOptions
 from forum_atlas.retrieval.pipeline import retrieve
-from forum_atlas.store.retrieval import Retriever
 from forum_atlas.tasks import retrieval as retrieval_tasks
 from tests.support.corpus import ingest, record
 
@@ -19,7 +18,7 @@ def test_tasks_compose_into_a_flow(prefect_env, db, settings):
         return retrieval_tasks.retrieve_in_flow(settings, query, options)
 
     result = retrieve_flow("insulin resistance")
-    plain = retrieve(Retriever.from_settings(settings), "insulin resistance", options)
+    plain = retrieve(retrieval_tasks.stored_retriever(settings), "insulin resistance", options)
     assert [s.stage for s in result.stages] == ["bm25", "dense", "fusion", "rerank"]
     assert [s.chunk.chunk_id for s in result.sources] == [s.chunk.chunk_id for s in plain.sources]
     assert result.latency_ms["total"] > 0 and set(result.latency_ms) >= {"bm25", "dense", "fusion_and_rerank"}

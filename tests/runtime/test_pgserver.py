@@ -11,7 +11,7 @@ from pathlib import Path
 from forum_atlas.runtime.pgserver import pid_alive
 
 REPO = Path(__file__).resolve().parents[2]
-STOP_BOUND_SECONDS = 10   # the README's bound after the idle period: the watchdog's interval, then a fast stop
+STOP_BOUND_SECONDS = 10   # docs/operations.md's bound after the idle period: the watchdog's interval, then a fast stop
 CLIENT = """
 import sys, time, psycopg
 from pathlib import Path

@@ -15,7 +15,7 @@ from forum_atlas.resources import data_file
 from forum_atlas.runtime.pgserver import pid_alive
 
 IDLE_SECONDS = 3
-STOP_BOUND_SECONDS = 15   # after the idle period: the watchdogs' 1 s interval, then a stop (README)
+STOP_BOUND_SECONDS = 15   # after the idle period: the watchdogs' 1 s interval, then a stop (docs/operations.md)
 
 FLOW = """
 import json

@@ -14,11 +14,11 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.model import (
     AuditedClaim,
     AuditSummary,
     BriefRecord,
-    CallRecord,
     Downgrade,
     Passage,
     PersonaAssignment,
@@ -27,7 +27,8 @@ from forum_atlas.deliberation.model import (
     Section,
 )
 from forum_atlas.deliberation.quotes import WHITESPACE, normalize_whitespace, quote_in_passage
-from forum_atlas.deliberation.snapshot import canonical_json, part_digests, seal
+from forum_atlas.deliberation.verify import verify_brief
+from forum_atlas.integrity import canonical_json, part_digests, seal
 from forum_atlas.store.briefs import (
     BriefNotFound,
     BriefRefused,
@@ -35,8 +36,8 @@ from forum_atlas.store.briefs import (
     load_brief,
     load_snapshot,
     persist_brief,
+    stored_brief,
     verbatim_matches,
-    verify_brief,
 )
 from forum_atlas.store.db import verify_audit
 from forum_atlas.store.documents import update_source
@@ -172,7 +173,7 @@ def test_persist_load_and_verify_a_brief(db, corpus):
     assert (synthesis_cite.label, synthesis_cite.recency_label) == ("S2", "older")
     assert view.synthesis.claims[1].citation is None
 
-    assert verify_brief(db, stored.brief_id) == []
+    assert verify_brief(stored_brief(db, stored.brief_id)) == []
     listed = list_briefs(db, limit=5)
     assert [(b["brief_id"], b["question"]) for b in listed] == [(stored.brief_id, rec.question)]
     assert listed[0]["audit"] == rec.audit.as_dict()
@@ -211,7 +212,7 @@ def test_events_and_provider_calls_are_recorded(db, corpus):
 
 
 def test_an_unknown_brief_is_a_clear_error(db):
-    for call in (load_brief, verify_brief, load_snapshot):
+    for call in (load_brief, stored_brief, load_snapshot):
         with pytest.raises(BriefNotFound, match="no brief with id 424242; `atlas brief list`"):
             call(db, 424242)
     assert list_briefs(db) == []
@@ -327,7 +328,7 @@ def test_importance_and_quality_are_snapshotted_when_cited(db, corpus):
     again = load_brief(db, first.brief_id).sections[0].claims[0].citation
     assert (again.importance, again.quality_score) == (3, 3)
     assert (load_brief(db, second.brief_id).sections[0].claims[0].citation.importance) == 5
-    assert verify_brief(db, first.brief_id) == [] and verify_brief(db, second.brief_id) == []
+    assert verify_brief(stored_brief(db, first.brief_id)) == [] and verify_brief(stored_brief(db, second.brief_id)) == []
 
 
 def test_the_database_overrides_what_the_client_sends_for_a_citation(db, corpus, database_url):
@@ -488,7 +489,7 @@ def test_a_non_verbatim_citation_is_refused_and_nothing_is_written(db, corpus):
         assert _row_counts(conn) == dict.fromkeys(TABLES, 0)
         assert _count(conn, "events") == events_before
     # The same brief with the real quote goes in.
-    assert verify_brief(db, persist_brief(db, make_record(corpus)).brief_id) == []
+    assert verify_brief(stored_brief(db, persist_brief(db, make_record(corpus)).brief_id)) == []
 
 
 def test_the_database_refuses_what_breaks_the_citation_rules(db, corpus, database_url):
@@ -535,7 +536,7 @@ def test_the_database_refuses_what_breaks_the_citation_rules(db, corpus, databas
         # A snapshot whose seal is not the sha256 of its text.
         with pytest.raises(psycopg.errors.CheckViolation, match="evidence_snapshots_sealed"):
             conn.execute("INSERT INTO forum.evidence_snapshots (canonical, seal) VALUES ('{}', %s)", ("0" * 64,))
-    assert verify_brief(db, stored.brief_id) == []
+    assert verify_brief(stored_brief(db, stored.brief_id)) == []
 
 
 def test_twenty_concurrent_briefs_all_land(db, corpus):
@@ -551,7 +552,7 @@ def test_twenty_concurrent_briefs_all_land(db, corpus):
         assert verify_audit(conn).intact
     questions = {load_brief(db, s.brief_id).question for s in stored}
     assert questions == {r.question for r in records}
-    assert all(verify_brief(db, s.brief_id) == [] for s in stored)
+    assert all(verify_brief(stored_brief(db, s.brief_id)) == [] for s in stored)
 
 
 # ---------------------------------------------------------------- tampering is detected
@@ -577,7 +578,7 @@ def test_flipping_a_byte_of_a_snapshot_is_detected_and_names_the_part(db, corpus
                 conn.execute("UPDATE forum.evidence_snapshots SET canonical = %s, seal = %s WHERE snapshot_id = %s",
                              (flipped, seal(flipped), sid))
                 part = next(k for k, start, end in regions if start <= i < end)
-                problems = verify_brief(db, stored.brief_id)
+                problems = verify_brief(stored_brief(db, stored.brief_id))
                 assert any(p.startswith(f"evidence snapshot {sid}: part {part!r}") for p in problems), (i, problems)
                 assert any("seal recorded in the audit log" in p for p in problems)
             # A careless one leaves the stored seal: the snapshot no longer matches it either.
@@ -586,14 +587,14 @@ def test_flipping_a_byte_of_a_snapshot_is_detected_and_names_the_part(db, corpus
             flipped = text[:i] + "1" + text[i + 1:]
             conn.execute("UPDATE forum.evidence_snapshots SET canonical = %s, seal = %s WHERE snapshot_id = %s",
                          (flipped, stored.seal, sid))
-            problems = verify_brief(db, stored.brief_id)
+            problems = verify_brief(stored_brief(db, stored.brief_id))
             assert f"evidence snapshot {sid}: its canonical text no longer matches its stored seal" in problems
             assert any(p.startswith(f"evidence snapshot {sid}: part 'query_plan'") for p in problems)
             conn.execute("UPDATE forum.evidence_snapshots SET canonical = %s WHERE snapshot_id = %s", (text, sid))
         finally:
             conn.execute("ALTER TABLE forum.evidence_snapshots ENABLE TRIGGER evidence_snapshots_append_only")
-    assert verify_brief(db, stored.brief_id) == []  # the original text restored verifies again
-    assert verify_brief(db, other.brief_id) == []
+    assert verify_brief(stored_brief(db, stored.brief_id)) == []  # the original text restored verifies again
+    assert verify_brief(stored_brief(db, other.brief_id)) == []
 
 
 def test_tampered_rows_chunks_and_events_are_detected(db, corpus, database_url):
@@ -608,20 +609,20 @@ def test_tampered_rows_chunks_and_events_are_detected(db, corpus, database_url):
         conn.execute("ALTER TABLE forum.brief_claims ENABLE TRIGGER brief_claims_append_only")
         expected = (f"brief {bid}: its claims no longer match what was persisted "
                     f"(digest in event {_persisted_event(conn, bid)})")
-        assert verify_brief(db, bid) == [expected]
+        assert verify_brief(stored_brief(db, bid)) == [expected]
         # The cited chunk's text changed under the citation (same length, one letter).
         body = storage["body"].replace("doubled", "doublet")
         conn.execute("ALTER TABLE forum.chunks DISABLE TRIGGER chunks_content_immutable")
         conn.execute("UPDATE forum.chunks SET body = %s WHERE chunk_id = %s", (body, storage["chunk_id"]))
         conn.execute("ALTER TABLE forum.chunks ENABLE TRIGGER chunks_content_immutable")
-        problems = verify_brief(db, bid)
+        problems = verify_brief(stored_brief(db, bid))
         assert sum("no longer occurs verbatim in chunk" in p for p in problems) == 1
         # The audit log's BRIEF_PERSISTED event edited: the chain breaks there.
         conn.execute("ALTER TABLE forum.events DISABLE TRIGGER events_append_only")
         conn.execute("""UPDATE forum.events SET payload = jsonb_set(payload, '{seal}', to_jsonb(repeat('0', 64)))
                          WHERE kind = 'BRIEF_PERSISTED' AND payload->>'brief_id' = %s::text""", (bid,))
         conn.execute("ALTER TABLE forum.events ENABLE TRIGGER events_append_only")
-        problems = verify_brief(db, bid)
+        problems = verify_brief(stored_brief(db, bid))
         assert f"audit log event {_persisted_event(conn, bid)}: row_hash does not match the row content" in problems
         assert any("seal recorded in the audit log" in p for p in problems)
 

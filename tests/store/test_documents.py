@@ -10,7 +10,7 @@ from forum_atlas.config import settings_from_env
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.ingestion.preparation import prepare
-from forum_atlas.ingestion.records import Record, SourceInfo
+from forum_atlas.ingestion.records import Record, SourceInfo, source_conflict
 from forum_atlas.store.db import record_event, verify_events
 from forum_atlas.store.documents import hnsw_build_memory_mb, known_versions, write_batch
 
@@ -25,7 +25,7 @@ def _record(ext_id: str, text: str, **changes) -> Record:
 def _ingest(db, records):
     known = known_versions(db, records)
     new = [r for r in records if (r.source.name, r.external_id, r.content_hash) not in known]
-    return write_batch(db, records, prepare(new, EMBEDDER))
+    return write_batch(db, records, prepare(new, EMBEDDER), source_conflict)
 
 
 def _counts(db):
@@ -82,9 +82,9 @@ def test_retraction_takes_chunks_out_of_retrieval(db):
 
 
 def test_flags_apply_even_when_a_prepared_record_turns_out_to_be_stored(db):
-    write_batch(db, CORPUS[:2], prepare(CORPUS[:2], EMBEDDER))
+    write_batch(db, CORPUS[:2], prepare(CORPUS[:2], EMBEDDER), source_conflict)
     retracted = [dataclasses.replace(CORPUS[0], retracted=True), CORPUS[1]]
-    result = write_batch(db, retracted, prepare(retracted, EMBEDDER))  # planned as if nothing were stored
+    result = write_batch(db, retracted, prepare(retracted, EMBEDDER), source_conflict)  # planned as if nothing were stored
     assert (result.documents_added, result.status_changes) == (0, 1)
     assert _counts(db)["searchable"] == 1
 
@@ -101,7 +101,7 @@ def test_a_failing_write_leaves_nothing_behind(db):
         chunk=dataclasses.replace(prepared.documents[4].chunks[0].chunk, text="tampered text"),
     )
     with pytest.raises(psycopg.errors.CheckViolation):
-        write_batch(db, CORPUS[:5], prepared)
+        write_batch(db, CORPUS[:5], prepared, source_conflict)
     assert _counts(db) == {"documents": 0, "chunks": 0, "embeddings": 0, "searchable": 0}
 
 
@@ -156,7 +156,7 @@ def test_a_chunk_failing_its_checks_in_the_staged_insert_leaves_nothing_staged(d
     prepared.documents[1].chunks[0] = dataclasses.replace(
         prepared.documents[1].chunks[0], chunk=dataclasses.replace(prepared.documents[1].chunks[0].chunk, start=1))
     with pytest.raises(psycopg.errors.CheckViolation):
-        write_batch(db, CORPUS[:2], prepared)
+        write_batch(db, CORPUS[:2], prepared, source_conflict)
     with db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM forum.chunk_stage").fetchone()["n"] == 0
     assert _counts(db)["chunks"] == 0
@@ -203,7 +203,7 @@ def test_offset_check_across_its_255_character_blocks(db, word):
     record = _record("mb", text)
     prepared = prepare([record], EMBEDDER, ChunkingOptions(max_chars=300, overlap_chars=60))
     assert len(prepared.documents[0].chunks) > 10
-    assert write_batch(db, [record], prepared).chunks_added == len(prepared.documents[0].chunks)
+    assert write_batch(db, [record], prepared, source_conflict).chunks_added == len(prepared.documents[0].chunks)
 
     shifted = _record("mb2", text)
     one_off = {"start": 256, "end": 256 + 40, "text": text[255:295]}
@@ -213,7 +213,7 @@ def test_offset_check_across_its_255_character_blocks(db, word):
         first = bad.documents[0].chunks[0]
         bad.documents[0].chunks[0] = dataclasses.replace(first, chunk=dataclasses.replace(first.chunk, **change))
         with pytest.raises(psycopg.errors.CheckViolation, match="does not match its document at its offsets"):
-            write_batch(db, [shifted], bad)
+            write_batch(db, [shifted], bad, source_conflict)
 
 
 def test_hnsw_build_memory_grows_with_the_graph_up_to_the_configured_cap():

@@ -18,11 +18,13 @@ from forum_atlas.forecasting.forecast import make_forecast
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.forecasting.montecarlo import ForecastInputError
 from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.scoring.report import accuracy_report
 from forum_atlas.series.parsing import SeriesFormatError
 from forum_atlas.series.registry import SeriesInfo, SeriesRegistrationError, UnknownSeriesError
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.scores import accuracy_report, run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 
@@ -69,7 +71,7 @@ def march_2025_cpi(series, tmp_path) -> Path:
 
 
 def test_cpi_feb_to_mar_resolves_no_then_yes_with_both_scores_kept(db, series, march_2025_cpi):
-    repo.load_series_files(db, [march_2025_cpi, series / "CPIAUCSL__fred_vintage_2025-04.csv"])
+    load_series_files(db, [march_2025_cpi, series / "CPIAUCSL__fred_vintage_2025-04.csv"])
     question = LaneQuestion(key="cpi-mar-up", series_id="CPIAUCSL", comparator=">", reference="previous",
                             target_date=date(2025, 3, 1), deadline=at(2025, 4, 30))
     issued = issue_bound_forecast(db, question, at(2025, 3, 20), None, seed=11)
@@ -79,7 +81,7 @@ def test_cpi_feb_to_mar_resolves_no_then_yes_with_both_scores_kept(db, series, m
     assert nightly(db, at(2025, 4, 29)).due == 0  # before the deadline nothing is due
     first = nightly(db, at(2025, 4, 30))
     assert (first.inserted, first.resolved) == (1, 1) and first.quality.success
-    repo.load_series_files(db, [series / "CPIAUCSL__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "CPIAUCSL__fred_vintage_2026-03.csv"])
     assert nightly(db, at(2026, 3, 31)).inserted == 0  # resolved forecasts are not silently re-resolved
     second = backfill(db, at(2026, 3, 31), deadline_from=at(2025, 4, 1), deadline_to=at(2025, 5, 1))
     assert second.inserted == 1
@@ -102,7 +104,7 @@ def test_cpi_feb_to_mar_resolves_no_then_yes_with_both_scores_kept(db, series, m
 
 
 def test_unrate_october_unresolvable_and_a_tie_resolves_no(db, series):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
     october = issue_bound_forecast(db, LaneQuestion(key="unrate-up", series_id="UNRATE", comparator=">",
                                                     reference="previous", target_date=date(2025, 10, 1)),
                                    at(2025, 4, 15), None, seed=1)
@@ -125,7 +127,7 @@ def test_unrate_october_unresolvable_and_a_tie_resolves_no(db, series):
 
 
 def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
     record = make_forecast("Will it rain?", base_rate=0.4, drivers=[], confidence_target=0.5,
                            issued_at=at(2025, 1, 2), requested_via="api", engine={}, seed=3)
     with db.transaction() as conn:
@@ -136,7 +138,7 @@ def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
                                                             "waiting_for_data": 0, "resolved": 0,
                                                             "unresolvable": 0}
         assert conn.execute("SELECT state FROM forum.forecast_states_current").fetchone()["state"] == "unscoreable"
-        report = accuracy_report(conn)
+        report = accuracy_report(repo.accuracy_rows(conn))
     assert report.last_bound_at is None and report.metrics is None
     with pytest.raises(psycopg.errors.CheckViolation, match="direct forecasts are never bound"):
         with db.transaction() as conn:
@@ -152,7 +154,7 @@ def test_direct_forecasts_are_unscoreable_and_cannot_be_bound(db, series):
 
 
 def test_scores_and_forecasts_are_append_only(db, series):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
     issue_bound_forecast(db, LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous",
                                           target_date=date(2025, 4, 1)), at(2025, 4, 15), None, seed=1)
     nightly(db, at(2026, 3, 31))
@@ -165,7 +167,7 @@ def test_scores_and_forecasts_are_append_only(db, series):
 
 
 def test_lane_is_idempotent_and_records_the_issue(db, series):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     spec = LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous")
     assert issue_bound_forecast(db, spec, at(2025, 4, 15), None)["status"] == "bound"
     assert issue_bound_forecast(db, spec, at(2025, 4, 16), None)["status"] == "already bound"
@@ -183,7 +185,7 @@ def test_lane_is_idempotent_and_records_the_issue(db, series):
     (dict(reference=None, threshold=float("nan")), BindingError, "threshold must be a finite number"),
 ])
 def test_bad_lane_input_writes_nothing(db, series, spec, error, message):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     before = counts(db)
     fields = {"key": "u", "series_id": "UNRATE", "comparator": ">", "reference": "previous", **spec}
     if "confidence_target" in spec:   # the run form refuses it first; the binding refuses it too
@@ -202,12 +204,12 @@ def test_bad_series_files_write_nothing(db, series, tmp_path):
     unknown.write_text("observation_date,FOO\n2026-01-01,1\n")
     good = series / "UNRATE__fred_vintage_2025-04.csv"
     with pytest.raises(SeriesFormatError, match="line 3"):
-        repo.load_series_files(db, [good, garbage])
+        load_series_files(db, [good, garbage])
     with pytest.raises(UnknownSeriesError):
-        repo.load_series_files(db, [good, unknown])
+        load_series_files(db, [good, unknown])
     assert counts(db)["series_vintages"] == 0
-    first = repo.load_series_files(db, [good])
-    again = repo.load_series_files(db, [good])
+    first = load_series_files(db, [good])
+    again = load_series_files(db, [good])
     assert first[0]["created"] and not again[0]["created"] and first[0]["vintage_id"] == again[0]["vintage_id"]
     assert counts(db)["series_observations"] == 121
 
@@ -228,7 +230,7 @@ def test_a_registered_new_series_binds_and_resolves(db, series, tmp_path):
     newer = _fred_csv(tmp_path / "MACROUNEMP__fred_vintage_2009-11.csv", "MACROUNEMP", dates, macro.values)
     spec = LaneQuestion(key="macro-unemp-up", series_id="MACROUNEMP", comparator=">", reference="previous")
     with pytest.raises(UnknownSeriesError, match="known series are CPIAUCSL, DGS10, FEDFUNDS, UNRATE"):
-        repo.load_series_files(db, [older])
+        load_series_files(db, [older])
     with pytest.raises(BindingError, match="unknown series id 'MACROUNEMP': known series are CPIAUCSL, DGS10"):
         issue_bound_forecast(db, spec, at(2009, 2, 1), None)
     info = SeriesInfo("MACROUNEMP", "US unemployment rate, quarterly (statsmodels macrodata)", "quarterly",
@@ -238,11 +240,11 @@ def test_a_registered_new_series_binds_and_resolves(db, series, tmp_path):
         assert not repo.register_series(conn, info)  # the same row again: nothing to do
         with pytest.raises(SeriesRegistrationError, match="already registered"):
             repo.register_series(conn, replace(info, units="per cent of the labour force"))
-    repo.load_series_files(db, [older, newer])
+    load_series_files(db, [older, newer])
     bound = issue_bound_forecast(db, spec, at(2009, 2, 1), None, seed=5)
     with db.connection() as conn:
         row = repo.get_forecast(conn, bound["forecast_id"])
-        assert sorted(repo.series_registry(conn)) == ["CPIAUCSL", "DGS10", "FEDFUNDS", "MACROUNEMP", "UNRATE"]
+        assert [s.series_id for s in repo.registered_series(conn)] == ["CPIAUCSL", "DGS10", "FEDFUNDS", "MACROUNEMP", "UNRATE"]
     assert (row["target_date"], row["reference_date"]) == (date(2009, 1, 1), date(2008, 10, 1))
     assert row["engine"]["drivers"] == ADAPTIVE_RULE_VERSION
     # the published probability says which base rate it came from, and its held-out record
@@ -255,7 +257,7 @@ def test_a_registered_new_series_binds_and_resolves(db, series, tmp_path):
 
 
 def test_targets_that_cannot_exist_are_refused_and_nothing_is_written(db, series):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     before = counts(db)
     mid_month = LaneQuestion(key="u", series_id="UNRATE", comparator=">", threshold=4.0, target_date=date(2025, 6, 15))
     with pytest.raises(BindingError, match="2025-06-15 is not an observation date of a monthly series"):
@@ -267,7 +269,7 @@ def test_two_lane_runs_binding_the_same_question_at_once_bind_it_once(db, series
     """Issue 13 (1): the loser of the race reports "already bound", never a UniqueViolation."""
     import threading
 
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
     question = LaneQuestion(key="unrate-race", series_id="UNRATE", comparator=">", reference="previous",
                             target_date=date(2026, 6, 1), deadline=at(2026, 8, 31))
     for trial in range(3):
@@ -292,7 +294,7 @@ def test_two_lane_runs_binding_the_same_question_at_once_bind_it_once(db, series
 def test_due_bindings_and_current_scores_read_through_copy_equal_the_stored_rows(db, series):
     """The two bulk reads of scoring go through a CSV COPY parsed by pandas: every value equals the row as psycopg
     reads it (floats bit for bit, dates, the deadline instant, NULLs), for a threshold and a reference question."""
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
     for spec in (LaneQuestion(key="up", series_id="UNRATE", comparator=">", reference="previous",
                               target_date="2025-06-01", deadline="2025-08-01T06:30:00.123456+02:00"),
                  LaneQuestion(key="below", series_id="UNRATE", comparator="<", threshold=4.15,

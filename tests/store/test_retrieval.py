@@ -14,12 +14,13 @@ from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.rerank.none import NoReranker
 from forum_atlas.retrieval.model import RetrievalOptions
+from forum_atlas.retrieval import stages
 from forum_atlas.retrieval.pipeline import retrieve
 from forum_atlas.retrieval.query import QueryError
+from forum_atlas.retrieval.retriever import Retriever
 from forum_atlas.store import retrieval
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import ensure_embedding_index, register_embedder
-from forum_atlas.store.retrieval import Retriever
 from tests.conftest import _fresh_database
 from tests.support.corpus import TEST_SOURCE, ingest, record
 
@@ -29,7 +30,7 @@ SIZE = 600
 
 def hybrid(db, query, options=RetrievalOptions()):
     """The one retrieval pipeline, its stages as plain calls on this database."""
-    return retrieve(Retriever(db, EMBEDDER, NoReranker()), query, options)
+    return retrieve(Retriever(retrieval.StoredCorpus(db), EMBEDDER, NoReranker()), query, options)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def facts(conn) -> dict[int, dict]:
 
 
 def exact_ids(conn, text, options):
-    return [c.chunk_id for c in retrieval.dense(conn, EMBEDDER, text, options, exact=True).candidates]
+    return [c.chunk_id for c in stages.dense(EMBEDDER, text, options, retrieval.StoredVectors(conn), exact=True).candidates]
 
 
 QUERIES = SyntheticCorpus(SIZE, seed=3).queries(5)
@@ -70,7 +71,7 @@ def test_dense_filters_return_exactly_the_matching_rows(corpus_db, sectors, days
         eligible = [c for c, f in info.items() if (sectors is None or f["sector"] in sectors)
                     and (after is None or f["published_at"] >= after)]
         for text in QUERIES:
-            got = retrieval.dense(conn, EMBEDDER, text, options)
+            got = stages.dense(EMBEDDER, text, options, retrieval.StoredVectors(conn))
             ids = [c.chunk_id for c in got.candidates]
             assert len(ids) == min(10, len(eligible))          # a full top-k, however selective
             assert set(ids) <= set(eligible)
@@ -84,8 +85,8 @@ def test_dense_filters_return_exactly_the_matching_rows(corpus_db, sectors, days
 
 def test_dense_threshold_drops_weak_matches(corpus_db):
     with corpus_db.connection() as conn:
-        loose = retrieval.dense(conn, EMBEDDER, QUERIES[0], RetrievalOptions(dense_threshold=-1.0))
-        strict = retrieval.dense(conn, EMBEDDER, QUERIES[0], RetrievalOptions())
+        loose = stages.dense(EMBEDDER, QUERIES[0], RetrievalOptions(dense_threshold=-1.0), retrieval.StoredVectors(conn))
+        strict = stages.dense(EMBEDDER, QUERIES[0], RetrievalOptions(), retrieval.StoredVectors(conn))
         assert len(loose.candidates) == 20
         assert all(c.score >= 0.45 for c in strict.candidates)
         assert [c.chunk_id for c in strict.candidates] == [c.chunk_id for c in loose.candidates if c.score >= 0.45]

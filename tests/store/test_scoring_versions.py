@@ -12,11 +12,14 @@ from psycopg.rows import dict_row
 
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
-from forum_atlas.scoring.versions import DEFAULT_VERSION, LOG_CLIP, SCORING_RULES, log_values
+from forum_atlas.scoring.report import accuracy_report
+from forum_atlas.scoring.rules import LOG_CLIP, log_score
+from forum_atlas.scoring.versions import DEFAULT_VERSION, SCORING_RULES
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import verify_audit
-from forum_atlas.store.scores import accuracy_report, run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 
@@ -40,7 +43,7 @@ def cpi_revision(db, shared_data, tmp_path):
     march = tmp_path / "CPIAUCSL__fred_vintage_2025-03.csv"
     march.write_text("\n".join(line for line in april.read_text().splitlines() if not line.startswith("2025-03-01"))
                      + "\n")
-    repo.load_series_files(db, [march, april, series / "CPIAUCSL__fred_vintage_2026-03.csv"])
+    load_series_files(db, [march, april, series / "CPIAUCSL__fred_vintage_2026-03.csv"])
     issued = issue_bound_forecast(db, LaneQuestion(key="cpi-mar-up", series_id="CPIAUCSL", comparator=">",
                                                    reference="previous", target_date=date(2025, 3, 1),
                                                    deadline=at(2025, 4, 30)), at(2025, 3, 20), None, seed=11)
@@ -95,7 +98,7 @@ def test_log_v1_is_backfilled_beside_brier_v1_once_and_verifies(db, cpi_revision
 def test_the_log_score_clips_certainty_at_one_in_a_thousand():
     import numpy as np
 
-    scores = log_values(np.array([0.0, 1.0, 1.0, 0.5]), np.array([1, 0, 1, 0]))
+    scores = log_score(np.array([0.0, 1.0, 1.0, 0.5]), np.array([1, 0, 1, 0]))
     assert scores.tolist() == pytest.approx([-math.log(0.001)] * 2 + [-math.log(0.999), math.log(2)])
     assert scores[0] == pytest.approx(6.907755, abs=1e-6)
 
@@ -106,7 +109,7 @@ def test_brier_v2_keeps_the_deadline_vintage_s_outcome_beside_the_revised_one(db
     with db.connection() as conn:
         vintages = {v["label"]: v["vintage_id"] for v in repo.list_vintages(conn, "CPIAUCSL")}
         [row] = conn.execute("SELECT * FROM forum.forecast_scores WHERE scoring_version = 'brier-v2'").fetchall()
-        report = accuracy_report(conn, scoring_version="brier-v2")
+        report = accuracy_report(repo.accuracy_rows(conn, "brier-v2"))
         assert verify_audit(conn).intact
     assert (row["vintage_id"], row["outcome"]) == (vintages["2026-03"], 1)      # current at scoring: YES
     assert (row["deadline_vintage_id"], row["deadline_outcome"]) == (vintages["2025-04"], 0)  # at the deadline: NO
@@ -118,8 +121,8 @@ def test_brier_v2_keeps_the_deadline_vintage_s_outcome_beside_the_revised_one(db
 def test_accuracy_shows_the_chosen_version_and_every_version_beside_it(db, cpi_revision):
     backfill(db, "log-v1")
     with db.connection() as conn:
-        log_report = accuracy_report(conn, scoring_version="log-v1")
-        default_report = accuracy_report(conn)
+        log_report = accuracy_report(repo.accuracy_rows(conn, "log-v1"))
+        default_report = accuracy_report(repo.accuracy_rows(conn))
     rows = dict(log_report.rows())
     assert rows["scoring version"] == "log-v1 (log)" and log_report.counts["resolved"] == 1
     assert float(rows["mean log score (nats)"]) > 0

@@ -14,13 +14,14 @@ from psycopg.rows import dict_row
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.ingestion.preparation import prepare
-from forum_atlas.ingestion.records import Record, SourceInfo
+from forum_atlas.ingestion.records import Record, SourceInfo, source_conflict
 from forum_atlas.store import forecasts as repo
 from forum_atlas.store.db import ChainHead, chain_head, record_event, verify_audit
 from forum_atlas.store.documents import known_versions, write_batch
-from forum_atlas.store.scores import run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
+from forum_atlas.tasks.scoring import run_scoring
 from tests.store.test_briefs import corpus, make_record  # noqa: F401  (corpus is a fixture, reused)
+from tests.support.series import load_series_files
 
 SOURCE = SourceInfo("Gazette", 5, 4, "OGL-3.0", "https://gazette.example", "energy")
 EMBEDDER = HashedEmbedder(dim=64)
@@ -38,7 +39,7 @@ CORPUS = [_record(str(i), f"Grid demand rose by {i} percent. Storage capacity do
 def _ingest(db, records):
     known = known_versions(db, records)
     new = [r for r in records if (r.source.name, r.external_id, r.content_hash) not in known]
-    return write_batch(db, records, prepare(new, EMBEDDER))
+    return write_batch(db, records, prepare(new, EMBEDDER), source_conflict)
 
 
 @contextmanager
@@ -170,7 +171,7 @@ def test_row_inserted_behind_the_triggers_is_reported(db, database_url):
 @pytest.fixture
 def scored(db, shared_data):
     series = shared_data / "series"
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
     issue_bound_forecast(db, LaneQuestion(key="u", series_id="UNRATE", comparator=">", reference="previous",
                                           target_date=date(2025, 4, 1)), datetime(2025, 4, 15, tzinfo=UTC), None,
                          seed=1)

@@ -19,8 +19,9 @@ from forum_atlas.deliberation.quotes import (
     is_word_char,
     quote_in_passage,
 )
+from forum_atlas.deliberation.verify import verify_report
 from forum_atlas.store import migrations
-from forum_atlas.store.briefs import BriefRefused, persist_brief, verbatim_matches, verify_report
+from forum_atlas.store.briefs import BriefRefused, persist_brief, stored_brief, verbatim_matches
 from forum_atlas.store.db import Database
 from tests.store.test_briefs import _chunks, make_record
 from tests.support.corpus import ingest, record
@@ -85,7 +86,7 @@ def test_a_brief_sealed_under_the_substring_rule_still_verifies_and_says_so(data
 
     with psycopg.connect(url, autocommit=True) as conn:
         assert migrations.apply_pending(conn)[0] == "080_whole_word_verbatim.sql"
-    report = verify_report(db, old.brief_id)
+    report = verify_report(stored_brief(db, old.brief_id))
     assert report.problems == [] and report.rule == SUBSTRING_V1 and report.grounding == ""
     (note,) = report.notes
     assert "only inside a word" in note and WHOLE_WORDS_V2 in note
@@ -94,10 +95,10 @@ def test_a_brief_sealed_under_the_substring_rule_still_verifies_and_says_so(data
         persist_brief(db, make_record(corpus, synthesis_quote="ell by 20 percent in 2023."))
     current = make_record(corpus, synthesis_quote="fell by 20 percent in 2023.")
     new = persist_brief(db, replace(current, engines={**current.engines, "audit": AUDIT_RULES}))
-    report = verify_report(db, new.brief_id)
+    report = verify_report(stored_brief(db, new.brief_id))
     assert report.problems == [] and report.rule == WHOLE_WORDS_V2 and report.notes == []
     assert report.grounding == GROUNDING_RULES == "grounding-v2"
     # a brief audited under the rules before issue 35 still verifies, and says so
     older = persist_brief(db, replace(current, engines={**current.engines, "audit": "whole-words-v2 grounding-v1"}))
-    report = verify_report(db, older.brief_id)
+    report = verify_report(stored_brief(db, older.brief_id))
     assert report.problems == [] and report.rule == WHOLE_WORDS_V2 and report.grounding == "grounding-v1"

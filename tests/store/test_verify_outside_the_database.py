@@ -12,10 +12,11 @@ import pytest
 from psycopg.rows import dict_row
 
 from forum_atlas.cli.main import main
+from forum_atlas.deliberation.verify import verify_brief
 from forum_atlas.integrity import PROTECTED, content_digest, record_text
-from forum_atlas.store.briefs import persist_brief, verify_brief
+from forum_atlas.store.briefs import persist_brief, stored_brief
 from forum_atlas.store.db import chain_head, record_event, verify_audit
-from forum_atlas.store.scores import run_scoring
+from forum_atlas.tasks.scoring import run_scoring
 from tests.store.test_briefs import corpus, make_record  # noqa: F401  (corpus is a fixture, reused)
 from tests.store.test_tamper_evidence import scored  # noqa: F401  (a fixture: vintages, a bound forecast, scores)
 
@@ -194,7 +195,7 @@ def test_no_op_functions_and_tampering_in_every_table_are_caught_against_the_hea
         assert any(line.split()[:2] == [table, str(row_id)] and "content differs" in line
                    for line in out.splitlines()), (table, row_id, out)
     # `atlas verify ID` still reads the brief and names what changed, without the stored verifiers.
-    assert any("no longer match what was persisted" in p for p in verify_brief(db, kept))
+    assert any("no longer match what was persisted" in p for p in verify_brief(stored_brief(db, kept)))
 
 
 def test_an_event_payload_rewritten_with_its_chain_is_caught_against_the_head(db, everything, database_url):

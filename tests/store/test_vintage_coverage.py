@@ -11,11 +11,14 @@ import psycopg
 import pytest
 
 from forum_atlas.forecasting.lane import LaneQuestion
+from forum_atlas.scoring.report import accuracy_report
+from forum_atlas.scoring.runs import ScoringInputError
 from forum_atlas.series.connectors.file import MissingFetchTimeError
 from forum_atlas.series.coverage import VintageCoverageError
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.scores import ScoringInputError, accuracy_report, run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 FAR_FUTURE_MTIME = datetime(2031, 6, 1, tzinfo=UTC).timestamp()
@@ -57,7 +60,7 @@ def rewrite(source: Path, target: Path, *, drop: tuple[str, ...] = (), blank: tu
 
 def accuracy(db) -> tuple[int, float]:
     with db.connection() as conn:
-        report = accuracy_report(conn)
+        report = accuracy_report(repo.accuracy_rows(conn))
     return report.counts["resolved"], report.metrics.brier
 
 
@@ -125,7 +128,7 @@ def test_reproduction_is_refused_and_partial_never_changes_accuracy(prefect_env,
 
 
 def test_a_real_later_download_that_revises_values_is_accepted(db, series):
-    results = repo.load_series_files(db, [series / f"{s}__fred_vintage_{v}.csv" for s in ("UNRATE", "CPIAUCSL")
+    results = load_series_files(db, [series / f"{s}__fred_vintage_{v}.csv" for s in ("UNRATE", "CPIAUCSL")
                                           for v in ("2025-04", "2026-03")])
     assert [(r["series_id"], r["label"], r["created"], r["partial"]) for r in results] == [
         ("UNRATE", "2025-04", True, False), ("UNRATE", "2026-03", True, False),
@@ -138,7 +141,7 @@ def test_a_real_later_download_that_revises_values_is_accepted(db, series):
 
 
 def test_loading_order_does_not_matter_for_real_downloads(db, series):
-    results = repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv",
+    results = load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv",
                                           series / "UNRATE__fred_vintage_2025-04.csv"])
     assert all(r["created"] and not r["partial"] for r in results)
     with db.connection() as conn:
@@ -146,20 +149,20 @@ def test_loading_order_does_not_matter_for_real_downloads(db, series):
 
 
 def test_a_newer_file_lacking_a_date_is_refused_naming_it(db, series, tmp_path):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])
     lacking = rewrite(series / "UNRATE__fred_vintage_2026-03.csv", tmp_path / "UNRATE__fred_vintage_2026-04.csv",
                       drop=("2020-04-01",))
     with pytest.raises(VintageCoverageError, match=r"lacks 1 date\(s\) .*'2026-03' \(#\d+\) covers: 2020-04-01;") as err:
-        repo.load_series_files(db, [lacking])
+        load_series_files(db, [lacking])
     assert err.value.lacking == [date(2020, 4, 1)]
     assert vintage_count(db) == 1
     # the same period published as missing (an empty field) is not a regression
     blanked = rewrite(series / "UNRATE__fred_vintage_2026-03.csv", tmp_path / "UNRATE__fred_vintage_2026-05.csv",
                       blank=("2020-04-01",))
-    [row] = repo.load_series_files(db, [blanked])
+    [row] = load_series_files(db, [blanked])
     assert row["created"] and not row["partial"] and row["missing"] == 2
     # nor is a later file lacking a date stored as partial on purpose
-    [kept] = repo.load_series_files(db, [lacking], partial=True)
+    [kept] = load_series_files(db, [lacking], partial=True)
     assert kept["created"] and kept["partial"]
     with db.connection() as conn:
         assert repo.latest_vintage(conn, "UNRATE")["vintage_id"] == row["vintage_id"]
@@ -168,9 +171,9 @@ def test_a_newer_file_lacking_a_date_is_refused_naming_it(db, series, tmp_path):
 def test_an_older_file_the_newer_vintage_does_not_cover_is_refused(db, series, tmp_path):
     shorter = rewrite(series / "UNRATE__fred_vintage_2026-03.csv", tmp_path / "UNRATE__fred_vintage_2026-03.csv",
                       drop=("2015-06-01",))
-    repo.load_series_files(db, [shorter])
+    load_series_files(db, [shorter])
     with pytest.raises(VintageCoverageError, match=r"has 1 date\(s\) that the later vintage '2026-03'.*2015-06-01"):
-        repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+        load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     assert vintage_count(db) == 1
 
 
@@ -178,30 +181,30 @@ def test_an_older_one_row_file_is_refused_by_the_later_vintage(db, series, tmp_p
     """Issue 25 (5): a one-row file loaded with a fetch time older than every stored vintage was stored as full.
     The later vintage 2025-04 (fetched 2025-04-01, last period 2025-03: a lag of 31 days, periods of a month)
     shows every month to 2024-11 out by 2025-01-01; the file holds only 2020-01."""
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv", series / "UNRATE__fred_vintage_2026-03.csv"])
     stub = tmp_path / "p.csv"
     stub.write_text(REPRODUCTION)
     with pytest.raises(VintageCoverageError, match=r"'p' lacks 58 date\(s\) up to 2024-11-03 that the later vintage "
                                                    r"'2025-04' \(#\d+\) covers: 2020-02-01, 2020-03-01") as err:
-        repo.load_series_files(db, [stub], fetched_at=at(2025, 1, 1))
+        load_series_files(db, [stub], fetched_at=at(2025, 1, 1))
     assert err.value.lacking[-1] == date(2024, 11, 1)
     assert vintage_count(db) == 2
     # a real older download: a shorter window, ending where its fetch time allowed
     older = tmp_path / "UNRATE__fred_vintage_2020-02.csv"
     older.write_text("".join(line + "\n" for line in (series / "UNRATE__fred_vintage_2025-04.csv").read_text().splitlines()
                              if not line[:4].isdigit() or line < "2020-02"))
-    [kept] = repo.load_series_files(db, [older])
+    [kept] = load_series_files(db, [older])
     assert kept["created"] and not kept["partial"] and kept["label"] == "2020-02"
     # as partial, the one-row file is kept, never the newest
-    [partial] = repo.load_series_files(db, [stub], fetched_at=at(2025, 1, 1), partial=True)
+    [partial] = load_series_files(db, [stub], fetched_at=at(2025, 1, 1), partial=True)
     assert partial["created"] and partial["partial"]
 
 
 def test_the_newest_vintage_as_of_issue_skips_partial_ones(db, series, tmp_path):
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     stub = tmp_path / "p.csv"
     stub.write_text(REPRODUCTION)
-    repo.load_series_files(db, [stub], fetched_at=at(2025, 4, 10), partial=True)
+    load_series_files(db, [stub], fetched_at=at(2025, 4, 10), partial=True)
     issued = issue_bound_forecast(db, LaneQuestion(key="u", series_id="UNRATE", comparator=">",
                                                    reference="previous", target_date=date(2025, 4, 1)),
                                   at(2025, 4, 15), None, seed=1)
@@ -212,7 +215,7 @@ def test_the_newest_vintage_as_of_issue_skips_partial_ones(db, series, tmp_path)
 
 
 def test_database_refuses_a_regressing_vintage_and_partial_scores(db, series):
-    [full] = repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    [full] = load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     insert = """INSERT INTO forum.series_vintages (series_id, label, fetched_at, connector, origin, content_hash,
                     row_count, first_date, last_date, partial)
                 VALUES ('UNRATE', 'sql', '2026-04-01Z', 'file', 'sql', repeat('a', 64), 1, '2020-01-01',
@@ -257,16 +260,16 @@ def test_fetched_at_from_name_or_explicit_never_from_mtime(db, series, tmp_path)
     named = tmp_path / "UNRATE__fred_vintage_2025-04.csv"
     shutil.copy(series / "UNRATE__fred_vintage_2025-04.csv", named)
     os.utime(named, (FAR_FUTURE_MTIME, FAR_FUTURE_MTIME))
-    [from_name] = repo.load_series_files(db, [named])
+    [from_name] = load_series_files(db, [named])
     assert from_name["fetched_at"] == at(2025, 4, 1) and from_name["label"] == "2025-04"
 
     unnamed = tmp_path / "unrate-download.csv"
     shutil.copy(series / "UNRATE__fred_vintage_2026-03.csv", unnamed)
     os.utime(unnamed, (FAR_FUTURE_MTIME, FAR_FUTURE_MTIME))
     with pytest.raises(MissingFetchTimeError, match="pass --fetched-at"):
-        repo.load_series_files(db, [unnamed])
+        load_series_files(db, [unnamed])
     assert vintage_count(db) == 1
-    [explicit] = repo.load_series_files(db, [unnamed], fetched_at=at(2026, 3, 12))
+    [explicit] = load_series_files(db, [unnamed], fetched_at=at(2026, 3, 12))
     with db.connection() as conn:
         stored = repo.get_vintage(conn, explicit["vintage_id"])
     assert stored["fetched_at"] == at(2026, 3, 12) and stored["label"] == "unrate-download"

@@ -8,9 +8,11 @@ from datetime import date, datetime, timezone
 
 from forum_atlas.forecasting.lane import LaneQuestion
 from forum_atlas.scoring import SCORING_VERSION
+from forum_atlas.scoring.report import accuracy_report
 from forum_atlas.store import forecasts as repo
-from forum_atlas.store.scores import accuracy_report, run_scoring
 from forum_atlas.tasks.forecasting import issue_bound_forecast
+from forum_atlas.tasks.scoring import run_scoring
+from tests.support.series import load_series_files
 
 UTC = timezone.utc
 
@@ -22,7 +24,7 @@ def nightly(db, as_of):
 
 def test_waiting_for_data_until_a_vintage_fetched_after_the_deadline_settles_it(db, shared_data):
     series = shared_data / "series"
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
+    load_series_files(db, [series / "UNRATE__fred_vintage_2025-04.csv"])
     june, july = (issue_bound_forecast(db, LaneQuestion(key=f"unrate-{m}", series_id="UNRATE", comparator=">",
                                                         reference="previous", target_date=date(2025, m, 1),
                                                         deadline=datetime(2025, 9, 1, tzinfo=UTC)),
@@ -39,12 +41,12 @@ def test_waiting_for_data_until_a_vintage_fetched_after_the_deadline_settles_it(
     assert (offline.due, offline.scored, offline.inserted, offline.waiting_for_data) == (2, 0, 0, 2)
     with db.connection() as conn:
         states = {fid: repo.forecast_state(conn, fid, SCORING_VERSION) for fid in (june, july)}
-        report = accuracy_report(conn)
+        report = accuracy_report(repo.accuracy_rows(conn))
     assert states == {june: "waiting_for_data", july: "waiting_for_data"}
     assert report.counts["waiting_for_data"] == 2 and report.counts["unresolvable"] == 0
     assert ("  pending: waiting for data", "2") in report.rows() and report.scoreable == 2
 
-    repo.load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])   # the next good fetch
+    load_series_files(db, [series / "UNRATE__fred_vintage_2026-03.csv"])   # the next good fetch
     good = nightly(db, datetime(2026, 3, 31, tzinfo=UTC))
     assert (good.inserted, good.resolved, good.reclassified, good.waiting_for_data) == (2, 2, 1, 0)
     with db.connection() as conn:

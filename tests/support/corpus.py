@@ -11,7 +11,7 @@ from pathlib import Path
 from forum_atlas.embeddings import HashedEmbedder
 from forum_atlas.ingestion.chunking import ChunkingOptions
 from forum_atlas.ingestion.preparation import prepare
-from forum_atlas.ingestion.records import SCIFACT_SOURCE, Record, SourceInfo
+from forum_atlas.ingestion.records import SCIFACT_SOURCE, Record, SourceInfo, source_conflict
 from forum_atlas.store.db import Database
 from forum_atlas.store.documents import known_versions, write_batch
 
@@ -23,7 +23,7 @@ def ingest(db: Database, records: Sequence[Record], *, embedder=None, options: C
     """Write records as the ingest flow does: content already stored only updates its status flags."""
     known = known_versions(db, records)
     new = [r for r in records if (r.source.name, r.external_id, r.content_hash) not in known]
-    return write_batch(db, list(records), prepare(new, embedder or HashedEmbedder(), options))
+    return write_batch(db, list(records), prepare(new, embedder or HashedEmbedder(), options), source_conflict)
 
 
 def record(external_id: str, text: str, *, title: str = "", sector: str = "general",

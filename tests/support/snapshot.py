@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from forum_atlas.deliberation.snapshot import canonical_json
+from forum_atlas.integrity import canonical_json
 
 
 def part_regions(obj: dict) -> list[tuple[str, int, int]]:

@@ -10,6 +10,7 @@ vintage. A name without a download month and no explicit `fetched_at` is refused
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -69,3 +70,10 @@ class FileConnector:
         if vintage.series_id != series_id:
             raise ValueError(f"{files[-1]} holds series {vintage.series_id}, not {series_id}")
         return vintage
+
+
+def read_series_files(paths: Sequence[Path | str], *, label: str | None = None,
+                      fetched_at: datetime | None = None) -> list[FetchedVintage]:
+    """Parse every file of a load first: a garbage row or a file without a download time refuses the whole load
+    before anything is stored."""
+    return [FileConnector(p, label=label, fetched_at=fetched_at).read(Path(p)) for p in paths]

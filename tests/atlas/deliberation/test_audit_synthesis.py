@@ -3,8 +3,9 @@ against its quote by the same checks (issue 35); an abstention the rules cannot 
 
 from __future__ import annotations
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.audit import RoundEvidence, SynthesisBasis, audit_reply
-from forum_atlas.deliberation.model import SOURCED, CallRecord, ClaimDraft, DraftReply, Passage
+from forum_atlas.deliberation.model import SOURCED, ClaimDraft, DraftReply, Passage
 
 SENTENCE = ("RESULTS There was a significantly greater increase in mean morning PEF in non-smokers than in smokers "
             "following inhaled fluticasone (27 l/min v -5 l/min).")     # SciFact 20611846

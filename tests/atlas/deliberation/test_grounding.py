@@ -8,7 +8,7 @@ import json
 import pytest
 
 from forum_atlas.deliberation.grounding import MIN_QUOTE_WORDS, contexts_of, ground, informative_words
-from forum_atlas.ingestion.chunking import sentence_spans
+from forum_atlas.text import sentence_spans
 
 PASSAGE = ("Vitamin D supplementation reduced hip fractures by 20 percent in adults over 65. "
            "The trial enrolled 3,000 participants, followed for five years. "

@@ -9,12 +9,12 @@ import time
 
 import pytest
 
+from forum_atlas.calls import CallRecord
 from forum_atlas.deliberation.audit import RoundEvidence, SynthesisBasis, audit_reply, synthesis_basis
 from forum_atlas.deliberation.model import (
     INFERRED,
     SOURCED,
     AuditedClaim,
-    CallRecord,
     ClaimDraft,
     DraftReply,
     Passage,

@@ -7,11 +7,10 @@ import json
 
 import pytest
 
+from forum_atlas.calls import digest_of
 from forum_atlas.config import LLMOptions
-
 from forum_atlas.entailment.base import SupportQuery, SupportVerifier
 from forum_atlas.entailment.openai_verifier import OpenAISupportVerifier, read_verdicts
-from forum_atlas.llm.openai_client import canonical_json, sha256_hex
 from forum_atlas.providers import ProviderAuthError, ProviderRateLimited, ProviderUnavailable
 from tests.support.wire import Received, Reply, WireServer
 
@@ -56,8 +55,8 @@ def test_verdicts_are_read_by_index_and_recorded(srv):
     (call,) = judgement.calls
     body = srv.requests_to(PATH)[0].body
     assert (call.stage, call.provider, call.outcome) == ("support", "openai:judge-model", "ok")
-    assert call.prompt_hash == sha256_hex(canonical_json(body["messages"]))
-    assert call.input_digest == sha256_hex(canonical_json([[q.claim, q.quote, q.passage] for q in QUERIES]))
+    assert call.prompt_hash == digest_of(body["messages"])
+    assert call.input_digest == digest_of([[q.claim, q.quote, q.passage] for q in QUERIES])
     assert body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
     items = json.loads(body["messages"][1]["content"])["items"]
     assert [(it["i"], it["claim"]) for it in items] == [(i, q.claim) for i, q in enumerate(QUERIES)]

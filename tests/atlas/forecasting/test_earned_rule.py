@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from forum_atlas.forecasting.adaptive import AdaptiveHistory, AdaptiveRule
+from forum_atlas.forecasting.confident import ConfidentDeparture
 from forum_atlas.forecasting.earned import (
     EARNED_DRIVER,
     EarnedDeparture,
@@ -21,10 +22,11 @@ from forum_atlas.forecasting.montecarlo import simulate
 from tests.atlas.forecasting.test_adaptive_rule import _next_month, _walk
 
 
-def _earned(values: np.ndarray, horizon: int = 1, comparator: str = ">",
-            periods_per_year: float = 12.0) -> tuple[AdaptiveHistory, EarnedDeparture]:
+def _earned(values: np.ndarray, horizon: int = 1, comparator: str = ">", periods_per_year: float = 12.0,
+            step=EarnedDeparture) -> tuple[AdaptiveHistory, EarnedDeparture | ConfidentDeparture]:
+    """v4's history and the last step of v7 (or `step`: v8's) computed on it."""
     history = AdaptiveHistory.of(values, horizon, comparator, 0.0, periods_per_year)
-    return history, EarnedDeparture.of(history, comparator, 0.0, values, periods_per_year)
+    return history, step.of(history, comparator, 0.0, values, periods_per_year)
 
 
 def test_the_uninformed_forecast_is_half_less_half_the_tie_rate_as_visible_at_each_row():
@@ -75,12 +77,13 @@ def test_the_fraction_is_zero_until_the_record_holds_enough_changes_and_never_ou
     assert np.all(against == 0)  # a departure that pointed the wrong way earns nothing
 
 
-def test_later_rows_never_move_an_earlier_row():
+@pytest.mark.parametrize("step", [EarnedDeparture, ConfidentDeparture], ids=["v7", "v8"])
+def test_later_rows_never_move_an_earlier_row(step):
     values = _walk(np.tile(np.r_[np.full(96, 0.7), np.full(96, 0.3)], 3), seed=1).values
     planted = 400
     poisoned = values.copy()
     poisoned[planted:] += 50.0 * np.arange(len(values) - planted)  # every later change a rise
-    (_, honest), (_, moved) = _earned(values, 3), _earned(poisoned, 3)
+    (_, honest), (_, moved) = _earned(values, 3, step=step), _earned(poisoned, 3, step=step)
     for name in ("uninformed", "slope", "slope_se", "record_changes", "fraction", "probability"):
         np.testing.assert_array_equal(getattr(honest, name)[:planted], getattr(moved, name)[:planted])
     assert not np.array_equal(honest.probability[planted:], moved.probability[planted:])

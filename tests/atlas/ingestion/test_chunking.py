@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from forum_atlas.ingestion.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text, sentence_spans
+from forum_atlas.ingestion.chunking import Chunk, ChunkingOptions, chunk_key, chunk_text
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 
@@ -62,12 +62,6 @@ def test_a_sentence_longer_than_the_limit_is_cut_at_whitespace():
     assert " ".join(c.text for c in chunks).split() == text.split()
 
 
-def test_abbreviations_in_lower_case_do_not_split_sentences():
-    spans = sentence_spans("Mean was 1.8 microm2/ms. e.g. values rose. Then fell.")
-    text = "Mean was 1.8 microm2/ms. e.g. values rose. Then fell."
-    assert [text[s:e] for s, e in spans] == ["Mean was 1.8 microm2/ms. e.g. values rose.", "Then fell."]
-
-
 @pytest.mark.parametrize("kwargs", [{"max_chars": 10}, {"max_chars": 100, "overlap_chars": 60}, {"overlap_chars": -1}])
 def test_nonsensical_options_are_refused(kwargs):
     with pytest.raises(ValueError):
@@ -77,17 +71,3 @@ def test_nonsensical_options_are_refused(kwargs):
 def test_whitespace_only_text_has_no_chunks():
     assert chunk_text("   \n\n  ") == []
     assert isinstance(chunk_text("x")[0], Chunk)
-
-
-@pytest.mark.parametrize(("text", "sentences"), [
-    # a lower-case gene or protein name starts a sentence (issue 35)
-    ("Levels of vitamin D. tHcy fell by 20%. mRNA rose. p53 was absent.",
-     ["Levels of vitamin D.", "tHcy fell by 20%.", "mRNA rose.", "p53 was absent."]),
-    # no sentence ends after an abbreviation; a single capital may end one
-    ("Drugs (e.g. Aspirin) work. Fig. 2 shows it. Group A. Then it fell.",
-     ["Drugs (e.g. Aspirin) work.", "Fig. 2 shows it.", "Group A.", "Then it fell."]),
-    # a lower-case ordinary word after a full stop does not start a sentence
-    ("It rose to 5.2 mg. then it fell.", ["It rose to 5.2 mg. then it fell."]),
-])
-def test_sentences_start_at_gene_names_and_not_after_abbreviations(text, sentences):
-    assert [text[s:e] for s, e in sentence_spans(text)] == sentences

@@ -3,12 +3,14 @@ import json
 import pytest
 
 from forum_atlas.ingestion.chunking import ChunkingOptions
-from forum_atlas.ingestion.preparation import plan_chunks
+from forum_atlas.ingestion.preparation import StoredChunk, plan_chunks, stored_chunks
 from forum_atlas.ingestion.records import (
     MAX_JSON_DEPTH,
     InputError,
     Record,
+    SourceConflictError,
     SourceInfo,
+    check_stated_sources,
     complete_source,
     default_source_name,
     detect_format,
@@ -251,3 +253,17 @@ def test_a_file_that_vanished_after_listing_fails_alone(tmp_path):
     (tmp_path / "a.md").unlink()
     rows, outcomes = load_documents(batches[0], SOURCE)
     assert [r["external_id"] for r in rows] == ["b.md"] and outcomes[0].outcome == "unreadable"
+
+
+def test_stated_sources_that_contradict_a_stored_one_are_refused_naming_the_row():
+    stored = [SOURCE, SourceInfo(name="Other", importance=2, quality_score=2, licence="x")]
+    silent = SourceInfo(name="Team notes", importance=3, quality_score=4, licence="CC-BY-4.0", sector=None)
+    check_stated_sources(stored, {"Team notes": ("in.jsonl:1", silent), "Other": ("in.jsonl:2", stored[1])})
+    demoted = SourceInfo(name="Team notes", importance=1, quality_score=4, licence="CC-BY-4.0")
+    with pytest.raises(SourceConflictError, match=r"^in.jsonl:7: source 'Team notes' .*importance 1 \(stored: 3\)"):
+        check_stated_sources(stored, {"Team notes": ("in.jsonl:7", demoted), "Other": ("in.jsonl:2", stored[1])})
+
+
+def test_stored_chunks_are_embedded_with_their_heading():
+    rows = [{"chunk_id": 4, "heading": "Grid", "body": "Storage."}, {"chunk_id": 5, "heading": "", "body": "Wind."}]
+    assert stored_chunks(rows) == [StoredChunk(4, "Grid\nStorage."), StoredChunk(5, "Wind.")]

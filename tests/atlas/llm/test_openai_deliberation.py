@@ -7,7 +7,9 @@ import socket
 
 import pytest
 
+from forum_atlas.calls import digest_of
 from forum_atlas.config import LLMOptions
+from forum_atlas.deliberation.engine import DeliberationEngine
 from forum_atlas.deliberation.model import (
     AuditedClaim,
     ClaimDraft,
@@ -17,8 +19,6 @@ from forum_atlas.deliberation.model import (
     PersonaAssignment,
     SynthesisRequest,
 )
-from forum_atlas.llm.base import DeliberationEngine
-from forum_atlas.llm.openai_client import canonical_json, sha256_hex
 from forum_atlas.llm.openai_deliberation import OpenAIDeliberationEngine, parse_claims
 from forum_atlas.providers import ProviderAuthError, ProviderRateLimited, ProviderTimeout, ProviderUnavailable
 from tests.support.wire import Reply, WireServer
@@ -97,8 +97,8 @@ def test_good_answer_is_parsed_and_recorded(srv):
     assert (call.stage, call.provider, call.outcome, call.attempts) == ("draft:technical#1", "openai:test-model",
                                                                         "ok", 1)
     assert call.version == engine(srv).version and call.latency_ms > 0
-    assert call.input_digest == sha256_hex(canonical_json(REQUEST))
-    assert call.prompt_hash == sha256_hex(canonical_json(body["messages"]))  # the exact messages sent
+    assert call.input_digest == digest_of(REQUEST)
+    assert call.prompt_hash == digest_of(body["messages"])  # the exact messages sent
 
 
 def test_honest_insufficient_evidence_is_not_malformed(srv):
@@ -287,7 +287,7 @@ def test_synthesis_sees_the_findings_and_may_cite_only_their_passages(srv):
     request = _synthesis_request()
     reply = engine(srv).synthesize(request)
     assert reply.malformed is None and [c.tag for c in reply.claims] == ["SOURCED", "INFERRED"]
-    assert reply.call.stage == "synthesis" and reply.call.input_digest == sha256_hex(canonical_json(request))
+    assert reply.call.stage == "synthesis" and reply.call.input_digest == digest_of(request)
     user = srv.requests_to(PATH)[0].body["messages"][1]["content"]
     assert "Battery storage capacity doubled in 2023." in user and "Build-out is likely to continue." in user
     assert "permitting" in user and "[S1] Grid report 2024" in user and "[S2]" not in user

@@ -12,13 +12,13 @@ import time
 
 import pytest
 
+from forum_atlas.calls import digest_of
+from forum_atlas.chat.budget import GAP, estimate_tokens
 from forum_atlas.config import LLMOptions, settings_from_env
 from forum_atlas.deliberation.audit import RoundEvidence, audit_reply, settle
 from forum_atlas.deliberation.model import ClaimDraft, DraftRequest, Passage, PersonaAssignment
 from forum_atlas.deliberation.quotes import quote_in_passage
-from forum_atlas.llm.openai_client import canonical_json, sha256_hex
 from forum_atlas.llm.openai_deliberation import OpenAIDeliberationEngine
-from forum_atlas.llm.prompt_budget import GAP, estimate_tokens
 from forum_atlas.providers import ProviderBadResponse, ProviderTimeout
 from tests.support.wire import Received, Reply, WireServer
 
@@ -198,7 +198,7 @@ def test_a_server_that_rejects_schemas_gets_json_mode_with_the_schema_in_the_pro
     system = sent[-1].body["messages"][0]["content"]
     assert "The JSON object must follow this JSON Schema:" in system and '"enum":["S1","S2"]' in system
     assert first.malformed is None and [c.tag for c in first.claims] == ["SOURCED"]
-    assert first.call.attempts == 3 and first.call.prompt_hash == sha256_hex(canonical_json(sent[-1].body["messages"]))
+    assert first.call.attempts == 3 and first.call.prompt_hash == digest_of(sent[-1].body["messages"])
     # the endpoint's level is remembered: the next ask goes straight to json_object
     engine(srv).draft(REQUEST)
     assert [r.body["response_format"] for r in srv.requests_to(PATH)[3:]] == [{"type": "json_object"}]

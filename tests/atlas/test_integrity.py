@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from forum_atlas.deliberation.snapshot import (
+from forum_atlas.integrity import (
     SnapshotError,
     canonical_json,
     changed_parts,

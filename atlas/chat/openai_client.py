@@ -28,7 +28,6 @@ How a request is sent (`LLMOptions`, from ATLAS_LLM_* or the providers block):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -38,9 +37,8 @@ from typing import Any
 
 import openai
 
+from forum_atlas.calls import CallRecord, digest_of
 from forum_atlas.config import LLMOptions
-from forum_atlas.deliberation.model import CallRecord
-from forum_atlas.deliberation.model import call_json as canonical_json
 from forum_atlas.providers import (
     ProviderAuthError,
     ProviderError,
@@ -74,10 +72,6 @@ class ChatResult:
     latency_ms: float
     prompt_hash: str = ""     # sha256 of the exact messages sent (the schema is in them at the json_object level)
     response_format: str = JSON_OBJECT   # the structured-output level the answer was produced under
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def typed_openai_error(provider: str, exc: BaseException, *, secret: str | None = None,
@@ -184,7 +178,7 @@ class OpenAIChat:
         level = self.format_level() if schema is not None else JSON_OBJECT
         while True:
             sent = self._messages(messages, schema, level)
-            prompt_hash = sha256_hex(canonical_json(sent))
+            prompt_hash = digest_of(sent)
 
             def once() -> Any:
                 nonlocal attempts
@@ -283,7 +277,7 @@ class OpenAIChat:
         messages sent, outcome, latency and attempts. On a provider failure the typed error is raised
         with the record of the failed call attached as `error.call`."""
         record = CallRecord(stage=stage, provider=provider, version=version, input_digest=input_digest,
-                            prompt_hash=sha256_hex(canonical_json(messages)))
+                            prompt_hash=digest_of(messages))
         start = time.perf_counter()
         try:
             result = self.complete_json(messages, schema=schema)
