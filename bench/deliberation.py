@@ -93,9 +93,10 @@ def _independent_match(quote: str, body: str) -> bool:
 
 
 def citations(settings, claims: list[dict]) -> dict:
+    from forum_atlas.flows.deliberate import deliberation
     from forum_atlas.store.briefs import load_snapshot
     from forum_atlas.store.db import shared_database
-    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
+    from forum_atlas.tasks.deliberation import PLAIN_CALLS, DeliberationParameters
 
     db = shared_database(settings)
     totals = dict(briefs=0, published_claims=0, sourced=0, inferred=0, downgraded=0, retried=0, claimed_sourced=0,
@@ -104,7 +105,7 @@ def citations(settings, claims: list[dict]) -> dict:
     with db.connection() as conn:
         doc_ids = {r["document_id"]: r["external_id"] for r in conn.execute("SELECT document_id, external_id FROM forum.documents")}
     for claim in claims:
-        view = run_deliberation(DeliberationParameters(question=claim["claim"]), settings)
+        view = deliberation(DeliberationParameters(question=claim["claim"]), settings, PLAIN_CALLS)
         published = [c for s in (*view.sections, view.synthesis) if not s.insufficient for c in s.claims]
         sourced = [c for c in published if c.tag == "SOURCED"]
         bodies = _chunk_bodies(db, {c.citation.chunk_id for c in sourced})
@@ -157,8 +158,8 @@ def _floor_flow():
 def latency(settings, claims: list[dict]) -> dict:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from forum_atlas.flows.deliberate import deliberate
-    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
+    from forum_atlas.flows.deliberate import deliberate, deliberation
+    from forum_atlas.tasks.deliberation import PLAIN_CALLS, DeliberationParameters
 
     os.environ["ATLAS_DATABASE_URL"] = settings.database_url
     os.environ["ATLAS_DATA_DIR"] = str(settings.data_dir)
@@ -166,13 +167,13 @@ def latency(settings, claims: list[dict]) -> dict:
     plain, with_prefect, floor_ms = [], [], []
     floor = _floor_flow()
     for question in questions[:3]:  # warm both paths: models, pools, the temporary API's start-up
-        run_deliberation(DeliberationParameters(question=question), settings)
+        deliberation(DeliberationParameters(question=question), settings, PLAIN_CALLS)
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         deliberate(DeliberationParameters(question=questions[0]))
         floor()
         for question in questions:
             t0 = time.perf_counter()
-            run_deliberation(DeliberationParameters(question=question), settings)
+            deliberation(DeliberationParameters(question=question), settings, PLAIN_CALLS)
             t1 = time.perf_counter()
             deliberate(DeliberationParameters(question=question))
             t2 = time.perf_counter()
@@ -189,8 +190,9 @@ def latency(settings, claims: list[dict]) -> dict:
 
 
 def concurrency(settings, claims: list[dict]) -> dict:
+    from forum_atlas.flows.deliberate import deliberation
     from forum_atlas.store.db import shared_database, verify_events
-    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
+    from forum_atlas.tasks.deliberation import PLAIN_CALLS, DeliberationParameters
 
     db = shared_database(settings)
 
@@ -202,7 +204,8 @@ def concurrency(settings, claims: list[dict]) -> dict:
     before = counts()
     start = time.perf_counter()
     with ThreadPoolExecutor(CONCURRENT) as pool:
-        views = list(pool.map(lambda c: run_deliberation(DeliberationParameters(question=c["claim"]), settings),
+        views = list(pool.map(lambda c: deliberation(DeliberationParameters(question=c["claim"]), settings,
+                                                     PLAIN_CALLS),
                               claims[:CONCURRENT]))
     seconds = time.perf_counter() - start
     after = counts()

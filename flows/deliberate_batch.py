@@ -1,7 +1,10 @@
-"""Deliberate a batch of questions (issue 13, item 7): one task run per question, each running the whole
-deliberation DAG of the `deliberate` flow (`run_deliberation`, as plain calls) on the flow's task runner —
-threads by default, or a Dask cluster (`forum_atlas.runtime.task_runners`) whose workers deliberate several
-questions at once.
+"""Deliberate a batch of questions (issue 13, item 7): [database-for-workers, on Dask] → deliberate-question per
+question, on the flow's task runner — threads by default, or a Dask cluster (`forum_atlas.runtime.task_runners`)
+whose workers deliberate several questions at once → the batch's table artifact → the brief index.
+
+A question's task run is the deliberate flow's DAG (`forum_atlas.flows.deliberate.deliberation`) as plain calls, so
+that DAG is written once; the task is defined here rather than in `tasks/`, because it runs a flow's DAG (tasks
+never import flows).
 
 Unlike ingestion's prepare step, a deliberation reads and writes the database (retrieval, the verbatim
 audit, persist): each worker opens its own connections to the database the run's settings name. When they
@@ -13,24 +16,27 @@ question that fails loses nothing of the others, and the run ends Failed naming 
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Annotated
+from typing import Annotated, Any
 
-from prefect import flow
+from prefect import flow, task
 from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from pydantic import Field
 
 from forum_atlas.blocks.database import AtlasDatabase
 from forum_atlas.blocks.providers import AtlasProviders
 from forum_atlas.blocks.settings import resolve_settings
+from forum_atlas.config import Settings
 from forum_atlas.deliberation.model import AuditSummary
-from forum_atlas.flows.deliberate import DeliberationParameters
+from forum_atlas.flows.deliberate import DeliberationParameters, deliberation
 from forum_atlas.runtime.task_runners import describe, in_process, task_runner_from_env
-from forum_atlas.tasks.deliberate_batch import database_for_workers, deliberate_question
-from forum_atlas.tasks.deliberation import publish_brief_index
+from forum_atlas.tasks.deliberate_batch import database_for_workers
+from forum_atlas.tasks.deliberation import PLAIN_CALLS, publish_brief_index
 
 MAX_QUESTIONS = 100
 SEAL_CHARS = 16
+NAME_CHARS = 60   # of the question, in the task run's name
 AUDIT_COUNTS = [f.name for f in fields(AuditSummary)]
 
 
@@ -40,6 +46,17 @@ class BatchFailed(RuntimeError):
     def __init__(self, message: str, rows: list[dict] | None = None):
         super().__init__(message)
         self.rows = rows or []
+
+
+def _question_run_name(parameters: dict[str, Any]) -> str:
+    question = parameters["params"].question
+    return "deliberate: " + (question if len(question) <= NAME_CHARS else question[:NAME_CHARS - 1] + "…")
+
+
+@task(name="deliberate-question", task_run_name=_question_run_name, cache_policy=NO_CACHE, persist_result=False)
+def deliberate_question(params: DeliberationParameters, settings: Settings) -> dict[str, Any]:
+    """One question's brief, persisted in its own transaction; returns what the batch's table shows."""
+    return deliberation(params, settings, PLAIN_CALLS).summary()
 
 
 # A deployment picks Dask through the flow-run process's environment; tests and benchmarks use `with_options`.

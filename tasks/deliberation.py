@@ -2,20 +2,20 @@
 attempt), audit, synthesise, persist. Engines and verifiers are built from settings; every
 provider call comes back as a `CallRecord` stamped with its Prefect flow and task run ids (AUD-4).
 
-`TaskStages` and `PlainStages` run them for the deliberation DAG (`forum_atlas.deliberation.pipeline`):
-as task runs, or as the same calls without Prefect's task machinery.
+The deliberation DAG (`forum_atlas.flows.deliberate.deliberation`) runs them through `Steps`: as task runs, or as
+the same calls without Prefect's task machinery.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from prefect import task
+from prefect import Task, task
 from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
@@ -25,6 +25,7 @@ from forum_atlas.blocks.settings import secret_value
 from forum_atlas.calls import CallRecord, digest_of
 from forum_atlas.config import Settings
 from forum_atlas.deliberation.audit import (
+    AuditedRound,
     RoundEvidence,
     SynthesisBasis,
     audit_reply,
@@ -45,7 +46,6 @@ from forum_atlas.deliberation.model import (
     ProviderUnreachable,
     SynthesisRequest,
 )
-from forum_atlas.deliberation.pipeline import AuditedRound, deliberate
 from forum_atlas.deliberation.plan import plan_panel
 from forum_atlas.entailment import VerifierChoice, choose_verifier, make_support_verifier
 from forum_atlas.entailment.base import SupportJudgement, SupportQuery, SupportVerifier
@@ -55,7 +55,7 @@ from forum_atlas.retrieval.model import RetrievalOptions, RetrievalResult
 from forum_atlas.store import briefs
 from forum_atlas.store.db import shared_database
 from forum_atlas.tasks import flow_run_id, untraversed
-from forum_atlas.tasks.evidence import GatherOptions, withheld_sources
+from forum_atlas.tasks.evidence import GatherOptions
 from forum_atlas.tasks.retrieval import retrieve_in_flow, retrieve_plain
 
 deliberation_task = task(cache_policy=NO_CACHE, persist_result=False)
@@ -154,11 +154,10 @@ def synthesize(settings: Settings, request: SynthesisRequest, key_secret: Secret
     return reply
 
 
-def _audit_run_name() -> str:
-    from prefect.runtime import task_run
-
-    parameters = task_run.parameters
-    return "audit-synthesis" if parameters.get("basis") is not None else f"audit-round-{parameters.get('attempt')}"
+def _audit_run_name(parameters: dict[str, Any]) -> str:
+    """From the resolved parameters: the run context's still hold the `untraversed` wrappers, so there every
+    audit read as the synthesis's."""
+    return "audit-synthesis" if parameters["basis"] is not None else f"audit-round-{parameters['attempt']}"
 
 
 @deliberation_task(name="audit", task_run_name=_audit_run_name)
@@ -250,70 +249,31 @@ class DeliberationParameters(BaseModel):
                                 published_after=self.published_after, published_before=self.published_before)
 
 
-class TaskStages:
-    """The deliberation's stages as Prefect task runs: the deliberate flow's DAG; drafts run concurrently."""
+class Steps:
+    """How the deliberation DAG runs its steps: as task runs of the flow that calls it (`TASK_RUNS`: the deliberate
+    flow's graph shows each, drafts run concurrently, a killed command's run stops before the next step), or as the
+    same functions called plainly (`PLAIN_CALLS`: inside one deliberate-batch task run per question, and the
+    benchmark's measure of Prefect's share of a brief's time)."""
 
-    def __init__(self, settings: Settings, key_secret: Secret | None = None):
-        self.settings, self.key_secret = settings, key_secret   # tasks read the key's value when they call
+    def __init__(self, task_runs: bool):
+        self.task_runs = task_runs
 
-    def _run(self, step, *args: Any) -> Any:
+    def __call__(self, step: Task, *args: Any) -> Any:
+        if not self.task_runs:
+            return step.fn(*args)
         cancellation.check(f"the {step.name} step")
         return step(*untraversed(*args))
 
-    def plan(self, question: str, personas: Sequence[str] | None) -> Plan:
-        return self._run(plan, question, personas)
+    def concurrently(self, step: Task, calls: Mapping[str, tuple]) -> dict[str, Any]:
+        """`step` once per key, with that key's arguments: concurrent task runs, or plain calls one after another."""
+        if not self.task_runs:
+            return {name: step.fn(*args) for name, args in calls.items()}
+        runs = {name: step.submit(*untraversed(*args)) for name, args in calls.items()}
+        return {name: run.result() for name, run in runs.items()}
 
-    def retrieve(self, query: str, options: RetrievalOptions) -> RetrievalResult:
-        return retrieve_in_flow(self.settings, query, options)
-
-    def withheld(self, results: Mapping[str, RetrievalResult]) -> list[dict[str, Any]]:
-        return self._run(withheld_sources, self.settings, results)
-
-    def round_evidence(self, panel: Plan, results: Mapping[str, RetrievalResult]
-                       ) -> tuple[RoundEvidence, dict[str, tuple[Passage, ...]]]:
-        return self._run(round_evidence, panel, results)
-
-    def drafts(self, requests: Mapping[str, DraftRequest]) -> dict[str, DraftReply]:
-        runs = {role: draft.submit(*untraversed(self.settings, request, self.key_secret)) for role, request in requests.items()}
-        return {role: run.result() for role, run in runs.items()}
-
-    def audit(self, replies: Mapping[str, DraftReply], evidence: RoundEvidence, attempt: int,
-              basis: SynthesisBasis | None = None) -> AuditedRound:
-        return self._run(audit, self.settings, replies, evidence, attempt, self.key_secret, basis)
-
-    def synthesize(self, request: SynthesisRequest) -> DraftReply:
-        return self._run(synthesize, self.settings, request, self.key_secret)
-
-    def engine(self) -> DeliberationEngine:
-        return engine_for(self.settings, self.key_secret)
-
-    def verifier(self) -> VerifierChoice:
-        return verifier_choice(self.settings)
-
-    def persist(self, record: BriefRecord) -> BriefView:
-        return self._run(persist, self.settings, record)
-
-    def log_unreachable(self, question: str, error: ProviderUnreachable) -> None:
-        self._run(log_unreachable, self.settings, question, error)
+    def retrieve(self, settings: Settings, query: str, options: RetrievalOptions) -> RetrievalResult:
+        """The retrieval pipeline, its own stages run the same way."""
+        return (retrieve_in_flow if self.task_runs else retrieve_plain)(settings, query, options)
 
 
-class PlainStages(TaskStages):
-    """The same calls without task runs: one deliberate-batch task per question (its DAG is that task), and the
-    benchmark's measure of Prefect's share of a brief's time."""
-
-    def _run(self, step, *args: Any) -> Any:
-        return step.fn(*args)
-
-    def retrieve(self, query: str, options: RetrievalOptions) -> RetrievalResult:
-        return retrieve_plain(self.settings, query, options)
-
-    def drafts(self, requests: Mapping[str, DraftRequest]) -> dict[str, DraftReply]:
-        return {role: draft.fn(self.settings, request, self.key_secret) for role, request in requests.items()}
-
-
-def run_deliberation(params: DeliberationParameters, settings: Settings, stages: type[TaskStages] = PlainStages,
-                     run_id: Callable[[], str | None] = lambda: None,
-                     gathered: Mapping[str, Any] | None = None) -> BriefView:
-    """The deliberation DAG for the run form's parameters, its stages run by `stages`."""
-    return deliberate(stages(settings, params.llm_key_secret), params.question, params.personas,
-                      params.retrieval_options(), run_id, gathered)
+TASK_RUNS, PLAIN_CALLS = Steps(task_runs=True), Steps(task_runs=False)

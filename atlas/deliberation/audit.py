@@ -116,6 +116,13 @@ class AuditedDraft:
         return sum(c.claimed_tag == SOURCED for c in self.claims)
 
 
+@dataclass
+class AuditedRound:
+    """A round's drafts after the audit, with the support verifier's calls."""
+    drafts: dict[str, AuditedDraft]
+    calls: list[CallRecord] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class SynthesisBasis:
     """What the synthesis may cite (DEL-6): the (chunk id, quote) of every finding that survived the

@@ -15,8 +15,9 @@ from forum_atlas.cli.main import main
 from forum_atlas.deliberation.model import INFERRED, SOURCED
 from forum_atlas.deliberation.render import SELF_VERIFIED_STATEMENT, render_text
 from forum_atlas.deliberation.verify import verify_brief
-from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
+from forum_atlas.flows.deliberate import deliberation
 from forum_atlas.store import briefs
+from forum_atlas.tasks.deliberation import PLAIN_CALLS, DeliberationParameters
 from tests.support.hostile_model import ATTACKS, CHAT, QUESTION, HostileModel, load_corpus, play
 
 VERIFIER = "You check citations"
@@ -52,15 +53,15 @@ def test_the_drafting_model_never_verifies_its_own_claims_by_default(hostile, db
     model.attack = ATTACKS[0]  # the exact quote: a verifier that approves everything is asked about it
     params = DeliberationParameters(question=QUESTION, personas=["technical"], engine="openai")
     same = replace(settings, support_verifier="openai")
-    view = run_deliberation(params, same)
+    view = deliberation(params, same, PLAIN_CALLS)
     assert _verifier_calls(model) == 0 and not view.audit.self_verified
     assert view.engines["support"].startswith("rule-based-support") and "drafted the claims" in view.engines["support"]
 
-    other = run_deliberation(params, replace(same, support_model="another-model"))
+    other = deliberation(params, replace(same, support_model="another-model"), PLAIN_CALLS)
     assert _verifier_calls(model) == 1 and not other.audit.self_verified
     assert other.engines["support"].startswith("openai:another-model")
 
-    allowed = run_deliberation(params, replace(same, allow_self_verification=True))
+    allowed = deliberation(params, replace(same, allow_self_verification=True), PLAIN_CALLS)
     assert _verifier_calls(model) == 2 and allowed.audit.self_verified
     assert "checked them itself" in allowed.engines["support"]
     shown = render_text(briefs.load_brief(db, allowed.brief_id))

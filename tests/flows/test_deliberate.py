@@ -183,7 +183,9 @@ class Fabricator:
 @pytest.fixture
 def fabricator(monkeypatch):
     engine = Fabricator()
-    monkeypatch.setattr("forum_atlas.tasks.deliberation.engine_for", lambda settings, key_secret=None: engine)
+    # the draft and synthesis tasks build the engine; the DAG reads its name and version for the brief
+    for user in ("forum_atlas.tasks.deliberation", "forum_atlas.flows.deliberate"):
+        monkeypatch.setattr(f"{user}.engine_for", lambda settings, key_secret=None: engine)
     return engine
 
 
@@ -197,8 +199,21 @@ EXPECTED_DOWNGRADES = {
 }
 
 
+RETRY_DAG = ["plan", "check-request", "bm25", "dense", "fusion", "rerank", "withheld-sources", "round-evidence",
+             "draft-technical-1", "audit-round-1", "draft-technical-2", "audit-round-2", "synthesis", "audit-synthesis",
+             "persist-brief", "publish-brief-index"]
+RETRIEVAL = {"check-request", "bm25", "dense", "fusion", "rerank"}   # its two legs run concurrently
+
+
 def test_every_false_citation_is_downgraded_and_the_retry_is_published(prefect_env, atlas_env, corpus, fabricator):
-    out = run(personas=["technical"])
+    from forum_atlas.flows.deliberate import DeliberationParameters, deliberate
+
+    state = deliberate(DeliberationParameters(question=QUESTION, personas=["technical"]), return_state=True)
+    out = state.result()
+    # the run's graph: every step of the DAG a task run, in order, each audit named for its round
+    steps = _settled_task_runs(state.state_details.flow_run_id)
+    assert sorted(steps) == sorted(RETRY_DAG)
+    assert [s for s in steps if s not in RETRIEVAL] == [s for s in RETRY_DAG if s not in RETRIEVAL]
     logged = events(corpus, "SOURCED_TAGS_DOWNGRADED")
     assert {e["claim"]: e["failed"] for e in logged} == EXPECTED_DOWNGRADES
     assert all(e["attempt"] == 1 and e["brief_id"] == out["brief_id"] for e in logged)
@@ -217,6 +232,28 @@ def test_every_false_citation_is_downgraded_and_the_retry_is_published(prefect_e
     assert not {f.claim.text for f in synthesis_input.findings} & set(EXPECTED_DOWNGRADES)
     assert out["downgraded"] == 5 and out["retried"] == 1 and out["sourced_verified"] == 3
     assert verify_brief(briefs.stored_brief(corpus, out["brief_id"])) == []
+
+
+def _settled_task_runs(flow_run_id, within_s: float = 60.0) -> list[str]:
+    """The flow run's task run names in the order they started (without the 3-character suffix of a default
+    name), once all have completed: their states reach the API as events, after the flow returns."""
+    import re
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    deadline, seen = time.monotonic() + within_s, None
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            states = sorted((r.name, r.state_type and r.state_type.value) for r in runs)
+            if (states == seen and all(state == "COMPLETED" for _, state in states)) or time.monotonic() > deadline:
+                break
+            seen = states
+            time.sleep(2)
+    ordered = sorted(runs, key=lambda r: (r.start_time or r.expected_start_time, r.name))
+    return [re.sub(r"-[0-9a-f]{3}$", "", r.name) for r in ordered]
 
 
 def test_a_second_failure_renders_insufficient_evidence(prefect_env, atlas_env, corpus, fabricator):

@@ -363,13 +363,14 @@ def _target(view, attack: Attack):
 
 def play(model: HostileModel, attack: Attack, settings) -> Outcome:
     """One deliberation with the attack in play, through the real steps (plain calls, as bench.deliberation)."""
-    from forum_atlas.tasks.deliberation import DeliberationParameters, run_deliberation
+    from forum_atlas.flows.deliberate import deliberation
+    from forum_atlas.tasks.deliberation import PLAIN_CALLS, DeliberationParameters
 
     model.attack = attack
     started = time.perf_counter()
     try:
-        view = run_deliberation(DeliberationParameters(question=QUESTION, personas=["technical"], engine="openai"),
-                                settings)
+        view = deliberation(DeliberationParameters(question=QUESTION, personas=["technical"], engine="openai"),
+                            settings, PLAIN_CALLS)
     except Exception as exc:  # noqa: BLE001 - a crash is what this records
         return Outcome(attack, "crash", f"{type(exc).__name__}: {str(exc)[:200]}", time.perf_counter() - started)
     seconds = time.perf_counter() - started
