@@ -11,7 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from tests.support.import_graph import circles, import_graph, imports_up_the_layers, package
+from tests.support.import_graph import circles, import_graph, imports_up_the_layers, package, project_imports
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
@@ -91,16 +91,16 @@ def _store_borrowings(folder: Path) -> list[str]:
     """What store/ takes from the domain beyond its plain record types."""
     offenders = []
     for path in sorted(folder.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                offenders += [f"{path.name}: import {a.name}" for a in node.names
-                              if a.name.startswith("forum_atlas") and not a.name.startswith(STORE_FOUNDATION)]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("forum_atlas") \
-                    and not node.module.startswith(STORE_FOUNDATION):
-                module = importlib.import_module(node.module)
-                offenders += [f"{path.name}: {node.module}.{a.name}" for a in node.names
-                              if inspect.ismodule(getattr(module, a.name, None))
-                              or not _is_plain_record(getattr(module, a.name, None))]
+        for module_name, names in project_imports(path):
+            if module_name.startswith(STORE_FOUNDATION):
+                continue
+            if not names:
+                offenders.append(f"{path.name}: import {module_name}")
+                continue
+            module = importlib.import_module(module_name)
+            offenders += [f"{path.name}: {module_name}.{name}" for name in names
+                          if inspect.ismodule(getattr(module, name, None))
+                          or not _is_plain_record(getattr(module, name, None))]
     return offenders
 
 
